@@ -1,0 +1,5 @@
+import sys
+
+from knockcam.cli import main
+
+sys.exit(main())

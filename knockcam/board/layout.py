@@ -1,0 +1,179 @@
+"""The board as data: spaces, kinds, colour sets, values and outlines, loaded from YAML.
+
+Pure Python (no numpy, no OpenCV) so that the rules engine can use it without the vision stack.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from knockcam.errors import KnockcamError
+
+KINDS = ("property", "railroad", "chance", "house", "luxury_tax", "free_parking", "go_to_jail")
+COLOR_SETS = ("brown", "light_blue", "pink", "orange", "red", "yellow", "green", "dark_blue")
+
+Point = tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Space:
+    """One printed space: a stable snake_case id, its kind and, for a property, set and value."""
+
+    id: str
+    name: str
+    kind: str
+    color_set: str | None
+    value: int
+    polygon: tuple[Point, ...]  # board millimetres, counter-clockwise
+
+
+@dataclass(frozen=True)
+class TokenSize:
+    """The assumed size of a sliding token: a round base with a figure standing on it."""
+
+    base_diameter_mm: float
+    height_mm: float
+
+
+@dataclass(frozen=True)
+class Board:
+    """A whole board in board millimetres (origin near-left, x across, y towards the far end)."""
+
+    name: str
+    size_mm: tuple[float, float]  # (width along x, length along y)
+    go_line_y_mm: float
+    token: TokenSize
+    set_bonus: dict[str, int]
+    spaces: tuple[Space, ...]
+    source: str = field(default="", compare=False)
+
+    def space(self, space_id: str) -> Space:
+        """The space with this id; a KnockcamError naming the board if there is none."""
+        for space in self.spaces:
+            if space.id == space_id:
+                return space
+        raise KnockcamError(f"unknown space id {space_id!r} (board {self.source or self.name})")
+
+    def has_space(self, space_id: str) -> bool:
+        return any(space.id == space_id for space in self.spaces)
+
+    def of_kind(self, kind: str) -> tuple[Space, ...]:
+        return tuple(space for space in self.spaces if space.kind == kind)
+
+    @property
+    def properties(self) -> tuple[Space, ...]:
+        return self.of_kind("property")
+
+    def color_set(self, color_set: str) -> tuple[Space, ...]:
+        """The properties of one colour set, in board-file order."""
+        return tuple(space for space in self.properties if space.color_set == color_set)
+
+
+def default_board_path() -> Path:
+    """The board file shipped with knockcam (a documented reconstruction)."""
+    return Path(str(resources.files("knockcam.data").joinpath("board.yaml")))
+
+
+def load_board(path: str | Path | None = None) -> Board:
+    """Read and validate a board file; the default board when ``path`` is None."""
+    path = Path(path) if path is not None else default_board_path()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KnockcamError(f"board file not found: {path} (give --board an existing YAML file)") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnockcamError(f"cannot read board file {path}: {exc}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise KnockcamError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
+    return board_from_dict(data, source=str(path))
+
+
+def board_from_dict(data: Any, source: str = "<board>") -> Board:
+    """Build a Board from parsed YAML, raising KnockcamError naming the file, space and field."""
+    from knockcam.board.validate import validate_board  # geometry checks live with the geometry
+
+    if not isinstance(data, dict):
+        raise KnockcamError(f"{source}: a board file is a mapping with name, size_mm, token, set_bonus, spaces")
+
+    def need(mapping: dict, key: str, where: str) -> Any:
+        if key not in mapping:
+            raise KnockcamError(f"{source}: {where}missing field '{key}'")
+        return mapping[key]
+
+    def number(value: Any, where: str) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise KnockcamError(f"{source}: {where} must be a number, not {value!r}")
+        return float(value)
+
+    size = need(data, "size_mm", "")
+    if not (isinstance(size, list) and len(size) == 2):
+        raise KnockcamError(f"{source}: size_mm must be [width, length] in mm, not {size!r}")
+    size_mm = (number(size[0], "size_mm[0]"), number(size[1], "size_mm[1]"))
+    token_data = need(data, "token", "")
+    if not isinstance(token_data, dict):
+        raise KnockcamError(f"{source}: token must be a mapping with base_diameter_mm and height_mm")
+    token = TokenSize(
+        base_diameter_mm=number(need(token_data, "base_diameter_mm", "token: "), "token.base_diameter_mm"),
+        height_mm=number(need(token_data, "height_mm", "token: "), "token.height_mm"),
+    )
+    bonus_data = need(data, "set_bonus", "")
+    if not isinstance(bonus_data, dict):
+        raise KnockcamError(f"{source}: set_bonus must map colour sets to money")
+    set_bonus = {}
+    for name, amount in bonus_data.items():
+        if name not in COLOR_SETS:
+            raise KnockcamError(f"{source}: set_bonus: unknown colour set {name!r} (one of {', '.join(COLOR_SETS)})")
+        set_bonus[name] = int(number(amount, f"set_bonus.{name}"))
+
+    spaces_data = need(data, "spaces", "")
+    if not isinstance(spaces_data, list) or not spaces_data:
+        raise KnockcamError(f"{source}: spaces must be a non-empty list")
+    spaces = []
+    for index, item in enumerate(spaces_data):
+        if not isinstance(item, dict):
+            raise KnockcamError(f"{source}: spaces[{index}] must be a mapping")
+        sid = need(item, "id", f"spaces[{index}]: ")
+        where = f"space {sid!r}: "
+        kind = need(item, "kind", where)
+        if kind not in KINDS:
+            raise KnockcamError(f"{source}: {where}unknown kind {kind!r} (one of {', '.join(KINDS)})")
+        color_set = item.get("color_set")
+        if kind == "property":
+            if color_set not in COLOR_SETS:
+                raise KnockcamError(f"{source}: {where}color_set must be one of {', '.join(COLOR_SETS)}, not {color_set!r}")
+            value = item.get("value")
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise KnockcamError(f"{source}: {where}a property needs a positive whole value, not {value!r}")
+        else:
+            if color_set is not None:
+                raise KnockcamError(f"{source}: {where}only properties have a color_set")
+            value = 0
+        polygon_data = need(item, "polygon", where)
+        if not isinstance(polygon_data, list) or len(polygon_data) < 3:
+            raise KnockcamError(f"{source}: {where}polygon needs at least 3 [x, y] points")
+        polygon = []
+        for point in polygon_data:
+            if not (isinstance(point, list) and len(point) == 2):
+                raise KnockcamError(f"{source}: {where}polygon point {point!r} is not [x, y]")
+            polygon.append((number(point[0], f"{where}polygon x"), number(point[1], f"{where}polygon y")))
+        spaces.append(Space(id=str(sid), name=str(item.get("name", sid)), kind=kind,
+                            color_set=color_set, value=int(value), polygon=tuple(polygon)))
+
+    board = Board(
+        name=str(data.get("name", "board")),
+        size_mm=size_mm,
+        go_line_y_mm=number(data.get("go_line_y_mm", 0), "go_line_y_mm"),
+        token=token,
+        set_bonus=set_bonus,
+        spaces=tuple(spaces),
+        source=source,
+    )
+    validate_board(board)
+    return board

@@ -1,0 +1,104 @@
+"""The Calibration value: board millimetres <-> image pixels, with optional lens distortion.
+
+``homography`` maps board millimetres to *undistorted* pixels; with ``camera_matrix`` and
+``dist_coeffs`` set, points are distorted after it (and undistorted before its inverse).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+import cv2
+import numpy as np
+import yaml
+
+from knockcam.errors import KnockcamError
+
+
+@dataclass(frozen=True)
+class Calibration:
+    method: str  # corners | click | markers | reference | auto | truth
+    image_size: tuple[int, int]  # (width, height) in pixels
+    homography: np.ndarray  # 3x3, board mm -> undistorted image px
+    camera_matrix: np.ndarray | None = None  # 3x3 K, when the lens is calibrated
+    dist_coeffs: np.ndarray | None = None  # OpenCV distortion coefficients
+    error_mm: float | None = None  # residual / estimated error in board millimetres
+    created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+
+    def mm_to_px(self, points_mm) -> np.ndarray:
+        """(N, 2) board millimetres -> (N, 2) image pixels (distorted if a lens model is set)."""
+        pts = np.asarray(points_mm, dtype=np.float64).reshape(-1, 1, 2)
+        px = cv2.perspectiveTransform(pts, self.homography).reshape(-1, 2)
+        if self.camera_matrix is not None and self.dist_coeffs is not None:
+            k = self.camera_matrix
+            norm = (px - k[:2, 2]) / np.array([k[0, 0], k[1, 1]])
+            obj = np.hstack([norm, np.ones((len(norm), 1))])
+            px, _ = cv2.projectPoints(obj, np.zeros(3), np.zeros(3), k, self.dist_coeffs)
+            px = px.reshape(-1, 2)
+        return px
+
+    def px_to_mm(self, points_px) -> np.ndarray:
+        """(N, 2) image pixels -> (N, 2) board millimetres."""
+        pts = np.asarray(points_px, dtype=np.float64).reshape(-1, 1, 2)
+        if self.camera_matrix is not None and self.dist_coeffs is not None:
+            pts = cv2.undistortPoints(pts, self.camera_matrix, self.dist_coeffs, P=self.camera_matrix)
+        return cv2.perspectiveTransform(pts, np.linalg.inv(self.homography)).reshape(-1, 2)
+
+    def corners_px(self, size_mm: tuple[float, float]) -> np.ndarray:
+        """The board's corners in pixels: near-left, near-right, far-right, far-left."""
+        w, l = size_mm
+        return self.mm_to_px([(0, 0), (w, 0), (w, l), (0, l)])
+
+    def with_error(self, error_mm: float | None) -> "Calibration":
+        return replace(self, error_mm=error_mm)
+
+    # --- files -------------------------------------------------------------------------
+    def to_dict(self, size_mm: tuple[float, float] | None = None) -> dict:
+        data = {
+            "method": self.method,
+            "image_size": [int(v) for v in self.image_size],
+            "homography": np.asarray(self.homography, dtype=float).round(10).tolist(),
+            "camera_matrix": None if self.camera_matrix is None else np.asarray(self.camera_matrix).tolist(),
+            "dist_coeffs": None if self.dist_coeffs is None else np.asarray(self.dist_coeffs).ravel().tolist(),
+            "error_mm": None if self.error_mm is None else round(float(self.error_mm), 3),
+            "created": self.created,
+        }
+        if size_mm is not None:
+            data["corners_px"] = self.corners_px(size_mm).round(2).tolist()
+        return data
+
+    def save(self, path: str | Path, size_mm: tuple[float, float] | None = None) -> None:
+        """Write the calibration as YAML, atomically (never a half-written file)."""
+        path = Path(path)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(yaml.safe_dump(self.to_dict(size_mm), sort_keys=False), encoding="utf-8")
+        tmp.replace(path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> "Calibration":
+        path = Path(path)
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise KnockcamError(f"calibration file not found: {path} (run 'knockcam calibrate' first)") from None
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise KnockcamError(f"cannot read calibration file {path}: {' '.join(str(exc).split())}") from None
+        try:
+            h = np.array(data["homography"], dtype=np.float64)
+            if h.shape != (3, 3) or not np.isfinite(h).all() or abs(np.linalg.det(h)) < 1e-12:
+                raise ValueError("homography must be an invertible 3x3 matrix")
+            k = data.get("camera_matrix")
+            d = data.get("dist_coeffs")
+            return cls(
+                method=str(data["method"]),
+                image_size=(int(data["image_size"][0]), int(data["image_size"][1])),
+                homography=h,
+                camera_matrix=None if k is None else np.array(k, dtype=np.float64).reshape(3, 3),
+                dist_coeffs=None if d is None else np.array(d, dtype=np.float64).ravel(),
+                error_mm=None if data.get("error_mm") is None else float(data["error_mm"]),
+                created=str(data.get("created", "")),
+            )
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise KnockcamError(f"{path}: not a knockcam calibration file ({exc}); run 'knockcam calibrate' again") from None

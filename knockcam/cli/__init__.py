@@ -1,0 +1,57 @@
+"""The one command line: ``knockcam <verb>``. Each verb lives in its own module here.
+
+A verb module defines ``register(subparsers)``; it adds its parser and sets ``run`` to a
+function taking the parsed arguments and returning an exit code. Verb modules import the
+heavy pipeline (OpenCV, onnxruntime) inside ``run`` so that ``knockcam --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from knockcam import __version__
+from knockcam.errors import KnockcamError
+
+# Verb modules, in the order ``knockcam --help`` lists them.
+VERBS = ("demo", "score", "explain", "round", "game", "board", "calibrate", "live", "replay",
+         "synth", "train", "bench")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="knockcam",
+        description="Score Monopoly Knockout from a photo or a camera: who landed where, who gets paid.",
+    )
+    parser.add_argument("--version", action="version", version=f"knockcam {__version__}")
+    sub = parser.add_subparsers(dest="verb", metavar="VERB")
+    for name in VERBS:
+        try:
+            module = importlib.import_module(f"knockcam.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"knockcam.cli.{name}":
+                continue  # verb not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.run(args) or 0)
+    except KnockcamError as exc:
+        print(f"knockcam: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("knockcam: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
