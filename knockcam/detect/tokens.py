@@ -1,0 +1,18 @@
+"""What every detector returns: tokens with their side and where their base touches the board."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Token:
+    """One detected token. ``xy_mm`` is the centre of its base (RULES.md S3), not its top."""
+
+    side: str  # one of knockcam.sides.SIDES
+    xy_mm: tuple[float, float]  # base centre, board millimetres
+    confidence: float  # 0..1
+    sigma_mm: float = 2.0  # 1-sigma uncertainty of xy_mm, for the ambiguity test
+    xy_px: tuple[float, float] | None = None  # base centre in the image, when known
+    source: str = "model"  # model | reference | both
+    fallen: bool = False
