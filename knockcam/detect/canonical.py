@@ -22,6 +22,6 @@ def warp_to_canonical(image: np.ndarray, calibration: Calibration, board: Board)
     if calibration.camera_matrix is not None and calibration.dist_coeffs is not None:
         image = cv2.undistort(image, calibration.camera_matrix, calibration.dist_coeffs)
     px_to_canon = view.mm_to_px @ np.linalg.inv(calibration.homography)
-    canon = cv2.warpPerspective(image, px_to_canon, view.size, flags=cv2.INTER_AREA,
+    canon = cv2.warpPerspective(image, px_to_canon, view.size, flags=cv2.INTER_LINEAR,
                                 borderMode=cv2.BORDER_CONSTANT, borderValue=(114, 114, 114))
     return canon, view
