@@ -1,0 +1,432 @@
+"""One round of Monopoly Knockout scored from where the tokens ended: RULES.md S2-S4, E1-E4 and N1-N3.
+
+Positions in (after E1: Chance re-slides are physical), cash out, with a ledger naming the rule id of
+every coin moved. Pure Python: the board's kinds, values and colour sets come from the Board.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from knockcam.board.layout import Board, Space
+from knockcam.errors import KnockcamError
+from knockcam.rules import choices
+from knockcam.rules.ledger import LedgerEntry, money, note, signed
+from knockcam.rules.money import DEFAULT_MONEY_UNIT, JAIL_FEE, LUXURY_TAX, POT_REFILL, POT_START, RESLIDE_FEE
+from knockcam.sides import SIDES, TOKENS_PER_SIDE
+
+MIN_SIDES, MAX_SIDES = 2, 4  # R1
+RESLIDE_VARIANTS = ("none", "free", "paid")  # S2
+EVENT_KINDS = {"jail_fee": ("S4", JAIL_FEE, "jail fee"), "reslide_fee": ("S2", RESLIDE_FEE, "paid re-slide")}
+
+
+@dataclass(frozen=True)
+class TokenPlacement:
+    """Where one token of a side rests after E1: a space id, or None (off the board, in jail, not seen)."""
+
+    side: str
+    space: str | None
+
+
+@dataclass(frozen=True)
+class SlideEvent:
+    """A payment during the sliding phase: ``jail_fee`` (S4) or ``reslide_fee`` (S2, variant ``paid``)."""
+
+    side: str
+    kind: str
+
+
+@dataclass(frozen=True)
+class RoundInput:
+    """A round as data: turn order, pot, cash before, token positions, sliding-phase payments, choices.
+
+    ``railroad_choice[side]`` lists property ids for that side's Railroad tokens in the order they move
+    (None: the engine chooses); ``house_choice[side]`` is the property whose value the House doubles.
+    ``reslide_off_board`` is the S2 variant; None means "as the events say" (a reslide_fee implies paid).
+    """
+
+    order: tuple[str, ...]
+    pot: int = POT_START
+    cash: Mapping[str, int] = field(default_factory=dict)
+    tokens: tuple[TokenPlacement, ...] = ()
+    events: tuple[SlideEvent, ...] = ()
+    railroad_choice: Mapping[str, tuple[str | None, ...]] = field(default_factory=dict)
+    house_choice: Mapping[str, str] = field(default_factory=dict)
+    money_unit: int = DEFAULT_MONEY_UNIT
+    reslide_off_board: str | None = None
+
+    def cash_of(self, side: str) -> int:
+        return int(self.cash.get(side, 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "order": list(self.order), "pot": self.pot, "money_unit": self.money_unit,
+            "cash": {side: self.cash_of(side) for side in self.order},
+            "tokens": [{"side": t.side, "space": t.space} for t in self.tokens],
+            "events": [{"side": e.side, "kind": e.kind} for e in self.events],
+            "railroad_choice": {side: list(v) for side, v in self.railroad_choice.items()},
+            "house_choice": dict(self.house_choice),
+        }
+        if self.reslide_off_board is not None:
+            out["reslide_off_board"] = self.reslide_off_board
+        return out
+
+
+@dataclass(frozen=True)
+class SideSummary:
+    """One side's round in figures: what the table shows in a row."""
+
+    side: str
+    cash_before: int
+    fees: int                      # S2/S4 payments into the pot (positive = paid)
+    properties: tuple[str, ...]    # E3a: property ids collected for, board order
+    property_cash: int
+    set_bonuses: tuple[str, ...]   # E3b: colour sets completed
+    set_bonus: int
+    house_space: str | None        # E3c: the property collected again
+    house: int
+    tax: int                       # E3d: paid into the pot (positive = paid)
+    free_parking: int              # E4
+    delta: int
+    cash_after: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cash_before": self.cash_before, "fees": self.fees, "properties": list(self.properties),
+                "property_cash": self.property_cash, "set_bonuses": list(self.set_bonuses),
+                "set_bonus": self.set_bonus, "house_space": self.house_space, "house": self.house,
+                "tax": self.tax, "free_parking": self.free_parking, "delta": self.delta,
+                "cash_after": self.cash_after}
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """The scored round: each side's change and cash after, the pot (N2 refill included), the ledger."""
+
+    order: tuple[str, ...]
+    next_order: tuple[str, ...]
+    money_unit: int
+    pot_before: int
+    pot_after: int
+    refill: int
+    cash_before: Mapping[str, int]
+    delta: Mapping[str, int]
+    cash: Mapping[str, int]
+    free_parking: Mapping[str, int]
+    per_side: Mapping[str, SideSummary]
+    tokens: tuple[TokenPlacement, ...]  # after E2 (jailed tokens: space None)
+    ledger: tuple[LedgerEntry, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "order": list(self.order), "next_order": list(self.next_order), "money_unit": self.money_unit,
+            "pot_before": self.pot_before, "pot_after": self.pot_after, "refill": self.refill,
+            "cash_before": dict(self.cash_before), "delta": dict(self.delta), "cash": dict(self.cash),
+            "free_parking": dict(self.free_parking),
+            "per_side": {side: s.to_dict() for side, s in self.per_side.items()},
+            "tokens": [{"side": t.side, "space": t.space} for t in self.tokens],
+            "ledger": [entry.to_dict() for entry in self.ledger],
+        }
+
+
+def rotate(order: tuple[str, ...]) -> tuple[str, ...]:
+    """R6/N3: the first side moves to the bottom, the others move up one place."""
+    return tuple(order[1:]) + tuple(order[:1])
+
+
+def _bad(where: str, fld: str, message: str, rule: str | None = None) -> KnockcamError:
+    suffix = f" ({rule})" if rule else ""
+    return KnockcamError(f"{where}: {fld}: {message}{suffix}")
+
+
+def _is_money(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
+    """Raise KnockcamError naming the field (and rule id) of the first thing wrong with a round."""
+    if not (MIN_SIDES <= len(ri.order) <= MAX_SIDES):
+        raise _bad(where, "order", f"a game has {MIN_SIDES} to {MAX_SIDES} sides, not {len(ri.order)}", "R1")
+    seen: set[str] = set()
+    for i, side in enumerate(ri.order):
+        if side not in SIDES:
+            raise _bad(where, f"order[{i}]", f"unknown side {side!r} (one of {', '.join(SIDES)})", "R1")
+        if side in seen:
+            raise _bad(where, f"order[{i}]", f"side {side!r} listed twice", "R1")
+        seen.add(side)
+
+    def side_in_order(side: Any, fld: str) -> None:
+        if side not in SIDES:
+            raise _bad(where, fld, f"unknown side {side!r} (one of {', '.join(SIDES)})", "R1")
+        if side not in ri.order:
+            raise _bad(where, fld, f"side {side!r} is not in the turn order {list(ri.order)}", "R1")
+
+    if not _is_money(ri.pot) or ri.pot < 0:
+        raise _bad(where, "pot", f"must be a whole number of M, at least 0, not {ri.pot!r}", "R4")
+    if not _is_money(ri.money_unit) or ri.money_unit <= 0:
+        raise _bad(where, "money_unit", f"must be a whole number of M above 0, not {ri.money_unit!r}", "R3")
+    for side, amount in ri.cash.items():
+        side_in_order(side, f"cash.{side}")
+        if not _is_money(amount) or amount < 0:
+            raise _bad(where, f"cash.{side}", f"must be a whole number of M, at least 0, not {amount!r}", "R3")
+    if ri.reslide_off_board not in (None, *RESLIDE_VARIANTS):
+        raise _bad(where, "reslide_off_board", f"one of {', '.join(RESLIDE_VARIANTS)}, not {ri.reslide_off_board!r}",
+                   "S2")
+
+    count: Counter[str] = Counter()
+    for i, token in enumerate(ri.tokens):
+        side_in_order(token.side, f"tokens[{i}].side")
+        if token.space is not None and not board.has_space(token.space):
+            raise _bad(where, f"tokens[{i}].space", f"unknown space id {token.space!r} on board {board.name!r}")
+        count[token.side] += 1
+        if count[token.side] > TOKENS_PER_SIDE:
+            raise _bad(where, "tokens", f"side {token.side!r} has more than {TOKENS_PER_SIDE} tokens", "R2")
+
+    for i, event in enumerate(ri.events):
+        side_in_order(event.side, f"events[{i}].side")
+        if event.kind not in EVENT_KINDS:
+            raise _bad(where, f"events[{i}].kind", f"one of {', '.join(EVENT_KINDS)}, not {event.kind!r}", "S2")
+        if event.kind == "reslide_fee" and ri.reslide_off_board in ("none", "free"):
+            raise _bad(where, f"events[{i}].kind",
+                       f"a paid re-slide needs reslide_off_board 'paid', not {ri.reslide_off_board!r}", "S2")
+
+    on_kind = _tokens_on_kind(ri, board)
+    for side, picks in ri.railroad_choice.items():
+        side_in_order(side, f"railroad_choice.{side}")
+        n_railroad = on_kind[side].get("railroad", 0)
+        if len(picks) > n_railroad:
+            raise _bad(where, f"railroad_choice.{side}",
+                       f"{len(picks)} choice(s) but {side} has {n_railroad} token(s) on a Railroad", "E2")
+        named = [p for p in picks if p is not None]
+        for j, pick in enumerate(picks):
+            fld = f"railroad_choice.{side}[{j}]"
+            if pick is None:
+                continue
+            if not board.has_space(pick):
+                raise _bad(where, fld, f"unknown space id {pick!r} on board {board.name!r}", "E2")
+            if board.space(pick).kind != "property":
+                raise _bad(where, fld, f"{pick!r} is a {board.space(pick).kind}, not a property", "E2")
+        if len(set(named)) != len(named):
+            raise _bad(where, f"railroad_choice.{side}", "the same property chosen twice", "E2")
+    for side, pick in ri.house_choice.items():
+        fld = f"house_choice.{side}"
+        side_in_order(side, fld)
+        if not isinstance(pick, str) or not board.has_space(pick):
+            raise _bad(where, fld, f"unknown space id {pick!r} on board {board.name!r}", "E3c")
+        if board.space(pick).kind != "property":
+            raise _bad(where, fld, f"{pick!r} is a {board.space(pick).kind}, not a property", "E3c")
+        if on_kind[side].get("house", 0) == 0:
+            raise _bad(where, fld, f"{side} has no token on a House space", "E3c")
+
+
+def _tokens_on_kind(ri: RoundInput, board: Board) -> dict[str, Counter]:
+    kinds = {space.id: space.kind for space in board.spaces}
+    out: dict[str, Counter] = {side: Counter() for side in ri.order}
+    for token in ri.tokens:
+        if token.space is not None and token.side in out:
+            out[token.side][kinds.get(token.space)] += 1
+    return out
+
+
+def score_round(ri: RoundInput, board: Board, where: str = "round") -> RoundResult:
+    """Score one round exactly per RULES.md; KnockcamError (field, rule id) for bad input or choices."""
+    validate_round(ri, board, where)
+    order = tuple(ri.order)
+    rank = {side: i for i, side in enumerate(order)}
+    by_id: dict[str, Space] = {space.id: space for space in board.spaces}
+    cash = {side: ri.cash_of(side) for side in order}
+    cash_before = dict(cash)
+    pot = ri.pot
+    ledger: list[LedgerEntry] = []
+    fees = {side: 0 for side in order}
+
+    # S2/S4: sliding-phase payments into the pot, refused when the side cannot pay at that moment.
+    for event in ri.events:
+        rule, fee, what = EVENT_KINDS[event.kind]
+        if cash[event.side] >= fee:
+            cash[event.side] -= fee
+            pot += fee
+            fees[event.side] += fee
+            ledger.append(money(rule, event.side, -fee, fee, f"{rule} {signed(-fee)} {what} into the pot"))
+        else:
+            ledger.append(note(rule, event.side, f"{rule} refused: {event.side} holds M{cash[event.side]}, "
+                               f"a {what} costs M{fee} (S4: only a side that can pay); the token stays out",
+                               kind="refused"))
+
+    # Positions, side by side in turn order. S4: a token on Go to Jail is jailed; E1: Chance scores nothing.
+    ordered = sorted(ri.tokens, key=lambda t: rank[t.side])  # stable: input order within a side
+    positions: list[list[Any]] = []
+    for token in ordered:
+        space = by_id.get(token.space) if token.space is not None else None
+        if space is None:
+            pass  # counted below, one note per side
+        elif space.kind == "go_to_jail":
+            ledger.append(note("S4", token.side, f"S4 a token on {space.name} is jailed and scores nothing",
+                               space.id))
+            space = None
+        elif space.kind == "chance":
+            ledger.append(note("E1", token.side, f"E1 a token still on {space.name} after E1 scores nothing", space.id))
+        positions.append([token.side, space.id if space is not None else None])
+
+    for side in order:
+        out = sum(1 for t in ordered if t.side == side and t.space is None)
+        if out:
+            ledger.append(note("S2", side, f"S2 {out} token{'s' if out > 1 else ''} off the board, in jail or not "
+                               "seen: scores nothing"))
+
+    # E2: Railroad tokens move to unoccupied properties, side by side in turn order.
+    for side in order:
+        _railroad(side, ri, board, positions, rank, cash[side], ledger, where)
+
+    # E3: collect and pay, side by side in turn order.
+    owners = choices.owners(board, positions, rank)
+    summaries: dict[str, dict[str, Any]] = {}
+    for side in order:
+        spaces_of_side = [by_id[s] for t, s in positions if t == side and s is not None]
+        has_house = any(s.kind == "house" for s in spaces_of_side)
+        has_lux = any(s.kind == "luxury_tax" for s in spaces_of_side)
+        collected = tuple(p for p in board.properties if owners.get(p.id) == side)
+        given = ri.house_choice.get(side)
+        if given is not None and given not in {p.id for p in collected}:
+            raise _bad(where, f"house_choice.{side}", f"{side} did not collect for {by_id[given].name} in E3a",
+                       "E3c")
+        e3 = choices.collect(board, collected, has_house, has_lux, cash[side], given)
+        # E3a
+        for prop in collected:
+            ledger.append(money("E3a", side, prop.value, 0, f"E3a {signed(prop.value)} {prop.name}", prop.id))
+        counted = Counter(s.id for s in spaces_of_side if s.kind == "property")
+        for prop in board.properties:
+            if counted[prop.id] and owners.get(prop.id) != side:
+                ledger.append(note("E3a", side, f"E3a {prop.name} pays {owners[prop.id]}, higher in turn order",
+                                   prop.id))
+            elif counted[prop.id] > 1:
+                ledger.append(note("E3a", side, f"E3a {counted[prop.id]} {side} tokens on {prop.name}: it pays once",
+                                   prop.id))
+        # E3b
+        for color_set, bonus in e3.bonuses:
+            ledger.append(money("E3b", side, bonus, 0, f"E3b {signed(bonus)} {color_set.replace('_', ' ')} set bonus"))
+        # E3c
+        if e3.house is not None:
+            chosen = e3.house
+            alternatives = tuple((p.id, p.value) for p in collected if p.id != chosen.id)
+            by = "player" if given is not None else "engine"
+            ledger.append(LedgerEntry(
+                rule="E3c", kind="choice", side=side, amount=0, pot=0, space=chosen.id, chose=(chosen.id,), by=by,
+                worth=chosen.value, alternatives=alternatives,
+                reason=(f"E3c {side} {'chose' if by == 'player' else 'engine chose (highest value)'}: House "
+                        f"doubles {chosen.name} (+{chosen.value})"
+                        + (f"; alternatives {', '.join(f'{a} +{v}' for a, v in alternatives)}" if alternatives else ""))))
+            ledger.append(money("E3c", side, chosen.value, 0, f"E3c {signed(chosen.value)} House on {chosen.name}",
+                                chosen.id))
+        elif has_house:
+            ledger.append(note("E3c", side, "E3c House token but no property collected for: the House pays nothing"))
+        # E3d
+        if has_lux and collected:
+            reason = f"E3d {signed(-e3.tax_paid)} Luxury Tax: {len(collected)} propert{'y' if len(collected) == 1 else 'ies'} x M{LUXURY_TAX} into the pot"
+            if e3.tax_paid < e3.tax_due:
+                reason += f" (owes M{e3.tax_due}, holds M{e3.tax_paid}: pays what it holds, never below M0)"
+            ledger.append(money("E3d", side, -e3.tax_paid, e3.tax_paid, reason))
+        elif has_lux:
+            ledger.append(note("E3d", side, "E3d Luxury Tax token but no property collected for: pays nothing"))
+        cash[side] += e3.net
+        pot += e3.tax_paid
+        summaries[side] = {"properties": tuple(p.id for p in collected), "property_cash": e3.property_cash,
+                           "set_bonuses": tuple(c for c, _ in e3.bonuses), "set_bonus": sum(b for _, b in e3.bonuses),
+                           "house_space": e3.house.id if e3.house else None,
+                           "house": e3.house.value if e3.house else 0, "tax": e3.tax_paid}
+
+    # E4: the side(s) with the most tokens on Free Parking take the pot, split in whole money units.
+    free_parking = {side: 0 for side in order}
+    fp_count = Counter(side for side, s in positions if s is not None and by_id[s].kind == "free_parking")
+    most = max(fp_count.values(), default=0)
+    if most >= 1:
+        winners = [side for side in order if fp_count[side] == most]
+        if len(winners) == 1:
+            share = pot
+        else:
+            share = (pot // (len(winners) * ri.money_unit)) * ri.money_unit
+        for side in winners:
+            tie = f"{len(winners)} sides tied, " if len(winners) > 1 else ""
+            ledger.append(money("E4", side, share, -share,
+                                f"E4 {signed(share)} Free Parking ({tie}{most} token{'s' if most > 1 else ''} each)"
+                                if len(winners) > 1 else
+                                f"E4 {signed(share)} Free Parking ({most} token{'s' if most > 1 else ''}, the most)"))
+            free_parking[side] = share
+            cash[side] += share
+            pot -= share
+        if len(winners) > 1 and pot:
+            ledger.append(note("E4", None, f"E4 M{pot} cannot be split evenly in M{ri.money_unit}s: it stays in the pot"))
+    else:
+        ledger.append(note("E4", None, f"E4 no token on Free Parking: the pot (M{pot}) stays"))
+
+    # N2: an empty pot is refilled by the bank. (N1: tokens return; N3: rotate the order.)
+    refill = 0
+    if pot == 0:
+        refill = POT_REFILL
+        pot += refill
+        ledger.append(money("N2", None, 0, refill, f"N2 +{refill} the bank refills the empty pot"))
+
+    per_side = {}
+    for side in order:
+        s = summaries[side]
+        per_side[side] = SideSummary(side=side, cash_before=cash_before[side], fees=fees[side],
+                                     properties=s["properties"], property_cash=s["property_cash"],
+                                     set_bonuses=s["set_bonuses"], set_bonus=s["set_bonus"],
+                                     house_space=s["house_space"], house=s["house"], tax=s["tax"],
+                                     free_parking=free_parking[side], delta=cash[side] - cash_before[side],
+                                     cash_after=cash[side])
+    return RoundResult(
+        order=order, next_order=rotate(order), money_unit=ri.money_unit, pot_before=ri.pot, pot_after=pot,
+        refill=refill, cash_before=cash_before, delta={side: cash[side] - cash_before[side] for side in order},
+        cash=dict(cash), free_parking=free_parking, per_side=per_side,
+        tokens=tuple(TokenPlacement(side, space) for side, space in positions), ledger=tuple(ledger))
+
+
+def _railroad(side: str, ri: RoundInput, board: Board, positions: list[list[Any]], rank: dict[str, int],
+              cash_now: int, ledger: list[LedgerEntry], where: str) -> None:
+    """E2 for one side: its Railroad tokens move, one after the other, to unoccupied properties."""
+    kinds = {space.id: space.kind for space in board.spaces}
+    mine = [i for i, (t, s) in enumerate(positions) if t == side and s is not None and kinds[s] == "railroad"]
+    if not mine:
+        return
+    picks = list(ri.railroad_choice.get(side, ()))
+    picks += [None] * (len(mine) - len(picks))
+    given_house = ri.house_choice.get(side)
+    engine_slots = []
+    for j, (index, pick) in enumerate(zip(mine, picks)):
+        if pick is None:
+            engine_slots.append(index)
+            continue
+        free = choices.unoccupied(board, positions)
+        if pick not in {p.id for p in free}:
+            raise _bad(where, f"railroad_choice.{side}[{j}]",
+                       f"{board.space(pick).name} is occupied when {side} moves (choose an unoccupied property)", "E2")
+        options = choices.rank_moves(board, side, positions, [index], rank, cash_now, given_house, limit=None)
+        worth = next(w for combo, w in options if combo == (pick,))
+        alternatives = tuple(("+".join(c), w) for c, w in options if c != (pick,))
+        positions[index][1] = pick
+        ledger.append(LedgerEntry(
+            rule="E2", kind="choice", side=side, amount=0, pot=0, space=pick, chose=(pick,), by="player", worth=worth,
+            alternatives=alternatives,
+            reason=f"E2 {side} moved a Railroad token to {board.space(pick).name} (E3 worth {worth:+d} to {side})"))
+    if not engine_slots:
+        return
+    free = choices.unoccupied(board, positions)
+    movable = engine_slots[:len(free)]
+    for index in engine_slots[len(free):]:
+        ledger.append(note("E2", side, "E2 no unoccupied property: the Railroad token stays and scores nothing"))
+    if not movable:
+        return
+    options = choices.rank_moves(board, side, positions, movable, rank, cash_now, given_house, limit=6)
+    best, worth = options[0]
+    for index, pick in zip(movable, best):
+        positions[index][1] = pick
+    alternatives = tuple(("+".join(c), w) for c, w in options[1:])
+    names = " and ".join(board.space(p).name for p in best)
+    alt_text = "; ".join(f"{label} {w:+d}" for label, w in alternatives)
+    ledger.append(LedgerEntry(
+        rule="E2", kind="choice", side=side, amount=0, pot=0, space=best[0] if len(best) == 1 else None, chose=best,
+        by="engine", worth=worth, alternatives=alternatives,
+        reason=(f"E2 engine chose for {side}: Railroad token{'s' if len(best) > 1 else ''} to {names} "
+                f"(E3 worth {worth:+d} to {side})" + (f"; next best: {alt_text}" if alt_text else ""))))
