@@ -1,0 +1,156 @@
+"""`knockcam board`: show, export or draw the board file; `knockcam board check` overlays it on a photo.
+
+    knockcam board [--board FILE] [--json] [--png OUT.png]
+    knockcam board check PHOTO --corners "x,y x,y x,y x,y" [--board FILE] [--out OUT.png]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from knockcam.errors import KnockcamError
+
+BOARD_HELP = "board file (YAML; default: the reconstruction shipped with knockcam, see docs/board-file.md)"
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "board", help="show, export or draw the board layout; check it against a photo",
+        description="Show the board file (spaces, kinds, colour sets, values), print it as JSON, draw it, "
+                    "or overlay it on a photo of your board ('knockcam board check').")
+    parser.add_argument("--board", metavar="FILE", help=BOARD_HELP)
+    parser.add_argument("--json", action="store_true", help="print the board as JSON (stable keys)")
+    parser.add_argument("--png", metavar="OUT.png", help="draw the board top-down into this PNG")
+    parser.add_argument("--px-per-mm", type=float, default=2.0, help="scale of --png (default 2)")
+    parser.set_defaults(run=run)
+    sub = parser.add_subparsers(dest="board_command", metavar="check")
+    check = sub.add_parser(
+        "check", help="overlay the layout on a photo of your board to see where it differs",
+        description="Draw the board file's space outlines into a photo, placed by the board's four corners.")
+    check.add_argument("photo", metavar="PHOTO", help="photo of the whole board")
+    check.add_argument("--corners", required=True, metavar='"x,y x,y x,y x,y"',
+                       help="the board's corners in photo pixels: near-left (GO! end), near-right, far-right, far-left")
+    check.add_argument("--board", metavar="FILE", default=argparse.SUPPRESS, help=BOARD_HELP)
+    check.add_argument("--out", metavar="OUT.png", help="where to write the overlay (default PHOTO-board-check.png)")
+    check.set_defaults(run=run_check)
+
+
+def board_json(board) -> dict:
+    """The board as the CLI contract's JSON object (keys kept stable for other tools)."""
+    return {
+        "name": board.name,
+        "size_mm": [board.size_mm[0], board.size_mm[1]],
+        "spaces": [{"id": s.id, "name": s.name, "kind": s.kind, "color_set": s.color_set, "value": s.value,
+                    "polygon": [[x, y] for x, y in s.polygon]} for s in board.spaces],
+        "set_bonus": dict(board.set_bonus),
+        "token": {"base_diameter_mm": board.token.base_diameter_mm, "height_mm": board.token.height_mm},
+    }
+
+
+def run(args) -> int:
+    from knockcam.board import load_board
+
+    board = load_board(args.board)
+    if args.png:
+        if not args.px_per_mm > 0:
+            raise KnockcamError(f"--px-per-mm must be positive, not {args.px_per_mm}")
+        from knockcam.board.drawing import draw_board
+
+        _write_png(Path(args.png), draw_board(board, args.px_per_mm, margin_mm=10.0))
+    if args.json:
+        print(json.dumps(board_json(board), indent=2))
+        return 0
+    _print_table(board)
+    if args.png:
+        print(f"drew the board into {args.png}")
+    return 0
+
+
+def _print_table(board) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    width, length = board.size_mm
+    table = Table(title=f"{board.name}  ({width:g} x {length:g} mm, {board.source})")
+    for column in ("id", "name", "kind", "colour set", "value", "centre mm", "size mm"):
+        table.add_column(column, justify="right" if column == "value" else "left")
+    for s in board.spaces:
+        xs = [x for x, _ in s.polygon]
+        ys = [y for _, y in s.polygon]
+        table.add_row(s.id, s.name, s.kind, s.color_set or "", f"M{s.value}" if s.kind == "property" else "",
+                      f"{(min(xs) + max(xs)) / 2:.0f}, {(min(ys) + max(ys)) / 2:.0f}",
+                      f"{max(xs) - min(xs):.0f} x {max(ys) - min(ys):.0f}")
+    console = Console()
+    console.print(table)
+    bonus = ", ".join(f"{k} M{v}" for k, v in board.set_bonus.items())
+    console.print(f"set bonuses: {bonus}")
+    console.print(f"token base {board.token.base_diameter_mm:g} mm, height {board.token.height_mm:g} mm; "
+                  f"GO! line at y = {board.go_line_y_mm:g} mm")
+
+
+def parse_corners(text: str) -> list[tuple[float, float]]:
+    """'x,y x,y x,y x,y' -> four (x, y) pixel points."""
+    points = []
+    for item in text.replace(";", " ").split():
+        parts = item.split(",")
+        try:
+            if len(parts) != 2:
+                raise ValueError
+            points.append((float(parts[0]), float(parts[1])))
+        except ValueError:
+            raise KnockcamError(f"--corners: {item!r} is not x,y; give four corners like "
+                                '"102,880 610,870 520,95 180,100"') from None
+    if len(points) != 4:
+        raise KnockcamError(f"--corners needs 4 points (near-left, near-right, far-right, far-left), not {len(points)}")
+    return points
+
+
+def run_check(args) -> int:
+    import cv2
+    import numpy as np
+
+    from knockcam.board import load_board
+    from knockcam.board.drawing import draw_layout_overlay
+    from knockcam.calibrate.calibration import Calibration
+
+    board = load_board(getattr(args, "board", None))
+    corners = parse_corners(args.corners)
+    photo = Path(args.photo)
+    image = cv2.imread(str(photo), cv2.IMREAD_COLOR)
+    if image is None:
+        raise KnockcamError(f"cannot read photo {photo} (give a JPEG or PNG file that exists)")
+    h, w = image.shape[:2]
+    for x, y in corners:
+        if not (0 <= x < w and 0 <= y < h):
+            raise KnockcamError(f"--corners: point ({x:g}, {y:g}) is outside the photo ({w} x {h} px)")
+    width, length = board.size_mm
+    board_mm = np.array([(0, 0), (width, 0), (width, length), (0, length)], dtype=np.float32)
+    px = np.array(corners, dtype=np.float32)
+    if abs(cv2.contourArea(px)) < 100 or not cv2.isContourConvex(px.reshape(-1, 1, 2)):
+        raise KnockcamError("--corners do not form a convex quadrilateral: give them in the order "
+                            "near-left, near-right, far-right, far-left")
+    homography = cv2.getPerspectiveTransform(board_mm, px)
+    calibration = Calibration(method="corners", image_size=(w, h), homography=homography.astype(np.float64))
+    overlay = draw_layout_overlay(image, calibration, board)
+    out = Path(args.out) if args.out else Path(f"{photo.stem}-board-check.png")
+    _write_png(out, overlay)
+    print(f"wrote {out}: the board file's outlines (yellow), board edge (white) and GO! line (red) on your photo")
+    return 0
+
+
+def _write_png(path: Path, image) -> None:
+    """Encode and write atomically (temp file + rename)."""
+    import cv2
+
+    suffix = path.suffix.lower() or ".png"
+    ok, data = cv2.imencode(suffix if suffix in (".png", ".jpg", ".jpeg") else ".png", image)
+    if not ok:
+        raise KnockcamError(f"cannot encode an image for {path}")
+    tmp = path.with_name(path.name + ".tmp")
+    try:
+        tmp.write_bytes(data.tobytes())
+        tmp.replace(path)
+    except OSError as exc:
+        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -1,0 +1,129 @@
+"""`knockcam board`: the JSON contract other tools depend on, --board, --png and `board check`."""
+
+import json
+
+import cv2
+import numpy as np
+import pytest
+import yaml
+
+from knockcam.board import COLOR_SETS, KINDS, load_board
+from knockcam.board.drawing import draw_board
+from knockcam.board.layout import default_board_path
+from knockcam.cli import main
+
+
+def run_json(capsys, *extra):
+    assert main(["board", "--json", *extra]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_keys_are_the_contract(capsys):
+    data = run_json(capsys)
+    assert set(data) == {"name", "size_mm", "spaces", "set_bonus", "token"}
+    assert data["size_mm"] == [400, 915]
+    assert set(data["token"]) == {"base_diameter_mm", "height_mm"}
+    assert set(data["set_bonus"]) == set(COLOR_SETS)
+    for space in data["spaces"]:
+        assert set(space) == {"id", "name", "kind", "color_set", "value", "polygon"}
+        assert space["kind"] in KINDS
+        assert space["color_set"] in (*COLOR_SETS, None)
+        assert all(len(point) == 2 for point in space["polygon"])
+    board = load_board()
+    assert [s["id"] for s in data["spaces"]] == [s.id for s in board.spaces]
+    assert data["token"]["base_diameter_mm"] == board.token.base_diameter_mm
+
+
+def test_board_option_is_honoured(tmp_path, capsys):
+    data = yaml.safe_load(default_board_path().read_text(encoding="utf-8"))
+    data["name"] = "my measured board"
+    data["token"]["base_diameter_mm"] = 23.5
+    next(s for s in data["spaces"] if s["id"] == "boardwalk")["value"] = 400
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    out = run_json(capsys, "--board", str(path))
+    assert out["name"] == "my measured board"
+    assert out["token"]["base_diameter_mm"] == 23.5
+    assert next(s for s in out["spaces"] if s["id"] == "boardwalk")["value"] == 400
+
+
+def test_bad_board_file_is_one_line_and_exit_2(tmp_path, capsys):
+    data = yaml.safe_load(default_board_path().read_text(encoding="utf-8"))
+    data["spaces"][0]["polygon"] = [[10, 305], [86, 305], [86, 990], [10, 990]]
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert main(["board", "--board", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "bad.yaml" in err and "mediterranean_avenue" in err and "outside the board" in err
+    assert "Traceback" not in err
+
+
+def test_table_output(capsys):
+    assert main(["board"]) == 0
+    out = capsys.readouterr().out
+    assert "boardwalk" in out and "dark_blue" in out
+
+
+def test_png_is_drawn(tmp_path, capsys):
+    out = tmp_path / "board.png"
+    assert main(["board", "--png", str(out), "--px-per-mm", "1"]) == 0
+    image = cv2.imread(str(out))
+    assert image is not None and image.shape[:2] == (915 + 20, 400 + 20)
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def fake_photo(path):
+    """A perspective view of the drawn board, and the pixel corners it was placed at."""
+    board = load_board()
+    top = draw_board(board, 1.0)
+    h, w = top.shape[:2]
+    corners = np.float32([[150, 900], [750, 880], [560, 120], [300, 130]])  # near-left, near-right, far-right, far-left
+    warp = cv2.getPerspectiveTransform(np.float32([[0, h], [w, h], [w, 0], [0, 0]]), corners)
+    cv2.imwrite(str(path), cv2.warpPerspective(top, warp, (900, 1000), borderValue=(40, 80, 40)))
+    return corners
+
+
+def test_check_overlays_the_layout(tmp_path, capsys):
+    photo = tmp_path / "photo.jpg"
+    corners = fake_photo(photo)
+    out = tmp_path / "check.png"
+    text = " ".join(f"{x:g},{y:g}" for x, y in corners)
+    assert main(["board", "check", str(photo), "--corners", text, "--out", str(out)]) == 0
+    before, after = cv2.imread(str(photo)), cv2.imread(str(out))
+    assert after.shape == before.shape
+    # the board edge is drawn white through the corners, e.g. midway along the near edge
+    u, v = np.round((corners[0] + corners[1]) / 2).astype(int)
+    assert after[v - 2:v + 3, u - 2:u + 3].min(axis=2).max() > 200
+    assert np.abs(after.astype(int) - before.astype(int)).sum() > 0
+
+
+def test_check_honours_board_option(tmp_path, capsys):
+    photo = tmp_path / "photo.jpg"
+    corners = fake_photo(photo)
+    data = yaml.safe_load(default_board_path().read_text(encoding="utf-8"))
+    data["spaces"] = [s for s in data["spaces"] if s["id"] != "mediterranean_avenue"]
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    text = " ".join(f"{x:g},{y:g}" for x, y in corners)
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    assert main(["board", "check", str(photo), "--corners", text, "--out", str(a)]) == 0
+    assert main(["board", "check", str(photo), "--corners", text, "--board", str(path), "--out", str(b)]) == 0
+    assert not np.array_equal(cv2.imread(str(a)), cv2.imread(str(b)))
+
+
+@pytest.mark.parametrize("corners, expect", [
+    ("1,2 3,4 5,6", "needs 4 points"),
+    ("1,2 3,4 5,6 x,7", "is not x,y"),
+    ("150,900 560,120 750,880 300,130", "convex"),
+    ("150,900 750,880 560,120 300,5000", "outside the photo"),
+])
+def test_check_bad_corners(tmp_path, capsys, corners, expect):
+    photo = tmp_path / "photo.jpg"
+    fake_photo(photo)
+    assert main(["board", "check", str(photo), "--corners", corners]) == 2
+    assert expect in capsys.readouterr().err
+
+
+def test_check_missing_photo(tmp_path, capsys):
+    assert main(["board", "check", str(tmp_path / "none.jpg"), "--corners", "0,10 10,10 10,0 0,0"]) == 2
+    assert "cannot read photo" in capsys.readouterr().err
