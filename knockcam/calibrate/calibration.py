@@ -25,6 +25,7 @@ class Calibration:
     camera_matrix: np.ndarray | None = None  # 3x3 K, when the lens is calibrated
     dist_coeffs: np.ndarray | None = None  # OpenCV distortion coefficients
     error_mm: float | None = None  # residual / estimated error in board millimetres
+    error_source: str | None = None  # how error_mm was obtained (residual of N points, or an estimate from what)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
 
     def mm_to_px(self, points_mm) -> np.ndarray:
@@ -51,8 +52,8 @@ class Calibration:
         w, l = size_mm
         return self.mm_to_px([(0, 0), (w, 0), (w, l), (0, l)])
 
-    def with_error(self, error_mm: float | None) -> "Calibration":
-        return replace(self, error_mm=error_mm)
+    def with_error(self, error_mm: float | None, error_source: str | None = None) -> "Calibration":
+        return replace(self, error_mm=error_mm, error_source=error_source or self.error_source)
 
     # --- files -------------------------------------------------------------------------
     def to_dict(self, size_mm: tuple[float, float] | None = None) -> dict:
@@ -63,6 +64,7 @@ class Calibration:
             "camera_matrix": None if self.camera_matrix is None else np.asarray(self.camera_matrix).tolist(),
             "dist_coeffs": None if self.dist_coeffs is None else np.asarray(self.dist_coeffs).ravel().tolist(),
             "error_mm": None if self.error_mm is None else round(float(self.error_mm), 3),
+            "error_source": self.error_source,
             "created": self.created,
         }
         if size_mm is not None:
@@ -72,6 +74,7 @@ class Calibration:
     def save(self, path: str | Path, size_mm: tuple[float, float] | None = None) -> None:
         """Write the calibration as YAML, atomically (never a half-written file)."""
         path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(path.name + ".tmp")
         tmp.write_text(yaml.safe_dump(self.to_dict(size_mm), sort_keys=False), encoding="utf-8")
         tmp.replace(path)
@@ -98,6 +101,7 @@ class Calibration:
                 camera_matrix=None if k is None else np.array(k, dtype=np.float64).reshape(3, 3),
                 dist_coeffs=None if d is None else np.array(d, dtype=np.float64).ravel(),
                 error_mm=None if data.get("error_mm") is None else float(data["error_mm"]),
+                error_source=None if data.get("error_source") is None else str(data["error_source"]),
                 created=str(data.get("created", "")),
             )
         except (KeyError, TypeError, ValueError, IndexError) as exc:

@@ -1,0 +1,81 @@
+"""Token detection: which tokens are on the table and where each base touches the board.
+
+``detect_tokens`` is the one entry point: it runs what is available -- the learned model
+(knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
+(knockcam.detect.reference) -- and combines them (knockcam.detect.combine). Then
+``knockcam.assign.assign(tokens, board)`` says where each one rests.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Union
+
+import numpy as np
+
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+
+if TYPE_CHECKING:
+    from knockcam.board.layout import Board
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.detect.model import TokenModel
+
+AUTO = "auto"  # use the shipped model when its weights exist, else go on without it
+
+ModelArg = Union["TokenModel", str, Path, None]
+
+_LOADED: dict[str, "TokenModel"] = {}
+
+
+def load_model(model: ModelArg = AUTO) -> "TokenModel | None":
+    """The learned detector: a TokenModel as given, loaded from a path, the default one (AUTO, None if it
+    has not been trained yet), or None for no model. Loaded models are kept for the next call."""
+    if model is None:
+        return None
+    if not isinstance(model, (str, Path)):
+        return model
+    from knockcam.detect.model import TokenModel, default_model_path
+
+    if model == AUTO:
+        path = default_model_path()
+        if not path.is_file():
+            return None
+    else:
+        path = Path(model)
+    key = str(path.resolve())
+    if key not in _LOADED:
+        _LOADED[key] = TokenModel(path)
+    return _LOADED[key]
+
+
+def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
+                  reference: np.ndarray | None = None, model: ModelArg = AUTO) -> list[Token]:
+    """Tokens in a photo of the board (base centres in board mm), from every detector available.
+
+    ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
+    is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
+    With neither a reference frame nor a model there is nothing to detect with: KnockcamError.
+    """
+    if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
+        raise KnockcamError("the photo must be a colour image (height x width x 3)")
+    learned = load_model(model)
+    found_model = learned.detect(image, calibration, board) if learned is not None else None
+    found_ref = None
+    if reference is not None:
+        from knockcam.detect.reference import detect_reference
+
+        found_ref = detect_reference(image, reference, calibration, board)
+    if found_model is None and found_ref is None:
+        raise KnockcamError("no token detector available: the learned model is missing (train it with "
+                            "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
+    if found_model is None:
+        return found_ref
+    if found_ref is None:
+        return found_model
+    from knockcam.detect.combine import combine
+
+    return combine(found_model, found_ref)
+
+
+__all__ = ["AUTO", "Token", "detect_tokens", "load_model"]
