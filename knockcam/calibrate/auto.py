@@ -1,0 +1,512 @@
+"""Automatic calibration: find the board's outline and which end is GO!, with no help.
+
+Long straight lines (Hough on edges) are combined into quadrilaterals whose true aspect ratio,
+estimated with the focal length recovered from the quadrilateral itself, matches the board's.
+The best few are tested in each of their four orientations against the board file's printed
+grid (space edges warped top-down); the winner's sides are then refined to sub-pixel accuracy by
+fitting lines to edge profiles across each side, and its corners are the lines' intersections.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
+from knockcam.errors import KnockcamError
+
+NOT_FOUND = "board not found: give --corners, lay the marker sheet, or calibrate a reference photo"
+
+
+@dataclass(frozen=True)
+class Outline:
+    """The board's four corners in pixels (near-left, near-right, far-right, far-left) and how sure we are."""
+
+    corners_px: np.ndarray
+    grid_score: float  # printed-grid match of the chosen orientation
+    runner_up: float  # the best other orientation's
+    edge_points: int  # edge samples behind the sub-pixel fit
+    error_mm: float  # estimated RMS error over the board
+
+
+def find_outline(image: np.ndarray, board: Board) -> Outline:
+    """The board's outline in this photo (undistorted pixels), or KnockcamError when there is none."""
+    cfg = settings.load("calibrate")["auto"]
+    if image is None or image.ndim < 2 or min(image.shape[:2]) < 32:
+        raise KnockcamError("not an image to calibrate on (empty or tiny)")
+    colour = image if image.ndim == 3 else cv2.cvtColor(image, cv2.COLOR_GRAY2BGR)
+    colour = colour[..., :3]
+    h, w = colour.shape[:2]
+    scale = min(1.0, float(cfg["work_px"]) / max(w, h))
+    small = cv2.resize(colour, (int(round(w * scale)), int(round(h * scale))), interpolation=cv2.INTER_AREA) \
+        if scale < 1 else colour.copy()
+    aspect = board.size_mm[1] / board.size_mm[0]
+    quads = _candidate_quads(small, aspect, cfg) + _region_quads(small, aspect, cfg)
+    if not quads:
+        raise KnockcamError(NOT_FOUND)
+    grad = _gradient(small)
+    best = None
+    scored = []
+    for quad in quads:
+        raw = [_grid_score(grad, np.roll(quad, -rot, axis=0), board) for rot in range(4)]
+        for rot in range(4):
+            # the print must fit this way round clearly better than turned half-way: a texture
+            # that happens to line up with the grid fits both ways about equally
+            score = raw[rot] * min(raw[rot] / max(raw[(rot + 2) % 4], 1e-6), 3.0) ** float(cfg.get("flip_weight", 0.5))
+            scored.append((score, rot, np.roll(quad, -rot, axis=0)))
+    scored.sort(key=lambda t: -t[0])
+    best_score, _, best = scored[0]
+    runner = next((sc for sc, _, q in scored[1:] if np.abs(q - best).max() > 0.1 * _size(best)), 0.0)
+    if best_score < float(cfg.get("min_grid_score", 1.15)):
+        raise KnockcamError(NOT_FOUND)
+    # the printed grid fixes orientation and roughly where; the physical edge is the outermost of
+    # the nearby candidates (a frame printed just inside the edge makes a second, smaller one)
+    near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]
+    best = max(near, key=_area)
+    corners = best / scale + (0.5 / scale - 0.5)  # work pixel centres -> full-resolution pixels
+    corners, n_points, line_fits = _refine(colour, corners, cfg, first_radius=max(4.0, 2.5 / scale))
+    err = _line_fit_error_mm(line_fits, board)
+    # the scatter misses what is systematic: which of several close edges (board thickness, a
+    # border printed at the edge, shadow) is the top surface's; count that as corner uncertainty
+    hom = homography_from_points(board_corners_mm(board), corners)
+    err = float(np.hypot(err, corner_uncertainty_mm(hom, board, float(cfg["edge_ambiguity_px"]), samples=100)))
+    return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
+                   edge_points=n_points, error_mm=err)
+
+
+def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None) -> Calibration:
+    """A Calibration from the board outline found automatically (lens distortion removed first if known)."""
+    if image is None or not hasattr(image, "ndim") or image.ndim < 2:
+        raise KnockcamError("not an image to calibrate on")
+    if camera_matrix is not None and dist_coeffs is not None:
+        image = cv2.undistort(image, camera_matrix, dist_coeffs)
+    outline = find_outline(image, board)
+    hom = homography_from_points(board_corners_mm(board), outline.corners_px)
+    return Calibration(method="auto", image_size=(image.shape[1], image.shape[0]), homography=hom,
+                       camera_matrix=camera_matrix, dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
+                       error_source=f"estimate: scatter of {outline.edge_points} edge points about the four "
+                                    f"fitted sides, plus {settings.load('calibrate')['auto']['edge_ambiguity_px']} px "
+                                    f"of edge ambiguity per corner (RMS over the board)")
+
+
+def _size(quad: np.ndarray) -> float:
+    return float(np.linalg.norm(quad[2] - quad[0]))
+
+
+def _area(quad: np.ndarray) -> float:
+    x, y = quad[:, 0], quad[:, 1]
+    return float(0.5 * abs(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))))
+
+
+# --- candidates ----------------------------------------------------------------------------
+
+def _edges(small: np.ndarray) -> np.ndarray:
+    """Canny edges of each Lab channel, thresholds from that channel's own gradient statistics."""
+    lab = cv2.cvtColor(cv2.GaussianBlur(small, (5, 5), 0), cv2.COLOR_BGR2Lab)
+    edges = np.zeros(small.shape[:2], np.uint8)
+    for c in range(3):
+        ch = lab[..., c]
+        gx = cv2.Sobel(ch, cv2.CV_32F, 1, 0, ksize=3)
+        gy = cv2.Sobel(ch, cv2.CV_32F, 0, 1, ksize=3)
+        mag = np.sqrt(gx * gx + gy * gy)
+        hi = max(30.0 if c == 0 else 40.0, float(np.percentile(mag, 92)))
+        edges |= cv2.Canny(ch, 0.4 * hi, hi, L2gradient=True)
+    return edges
+
+
+def _hough_lines(edges: np.ndarray, n: int) -> np.ndarray:
+    """Up to ``n`` distinct straight lines (rho, theta), each re-fitted to the edge pixels near it.
+
+    Suppression is tight on purpose: a board's edge often runs a few pixels from a printed line.
+    """
+    found = cv2.HoughLines(edges, 1, np.pi / 360, threshold=int(0.08 * min(edges.shape)))
+    if found is None:
+        return np.zeros((0, 2))
+    ys, xs = np.nonzero(edges)
+    pix = np.column_stack([xs, ys]).astype(np.float64)
+    lines: list[tuple[float, float]] = []
+    for rho, theta in found[:n * 8, 0, :]:
+        dup = False
+        for r2, t2 in lines:
+            if _same_line((rho, theta), (r2, t2), 3.0, np.radians(1.5)):
+                dup = True
+                break
+        if dup:
+            continue
+        nrm = np.array([np.cos(theta), np.sin(theta)])
+        near = pix[np.abs(pix @ nrm - rho) <= 2.0]
+        if len(near) >= 20:
+            c = near.mean(axis=0)
+            _, _, vt = np.linalg.svd(near - c, full_matrices=False)
+            nrm2 = np.array([-vt[0][1], vt[0][0]])
+            if abs(nrm2 @ nrm) > np.cos(np.radians(3)):
+                nrm = nrm2 if nrm2 @ nrm > 0 else -nrm2
+                rho, theta = float(c @ nrm), float(np.arctan2(nrm[1], nrm[0]))
+        lines.append((float(rho), float(theta)))
+        if len(lines) >= n:
+            break
+    return np.array(lines)
+
+
+def _same_line(l1, l2, drho: float, dtheta: float) -> bool:
+    (r1, t1), (r2, t2) = l1, l2
+    d = (t1 - t2) % (2 * np.pi)
+    if min(d, 2 * np.pi - d) < dtheta:
+        return abs(r1 - r2) < drho
+    d = (t1 - t2 + np.pi) % (2 * np.pi)
+    if min(d, 2 * np.pi - d) < dtheta:
+        return abs(r1 + r2) < drho
+    return False
+
+
+def _intersect(l1, l2):
+    (r1, t1), (r2, t2) = l1, l2
+    a = np.array([[np.cos(t1), np.sin(t1)], [np.cos(t2), np.sin(t2)]])
+    if abs(np.linalg.det(a)) < 1e-6:
+        return None
+    return np.linalg.solve(a, np.array([r1, r2]))
+
+
+def _square_to_quad(quads: np.ndarray) -> np.ndarray:
+    """(N, 3, 3) homographies taking the unit square's corners to each quad's (Heckbert's closed form)."""
+    x, y = quads[..., 0], quads[..., 1]
+    dx1, dx2, dx3 = x[:, 1] - x[:, 2], x[:, 3] - x[:, 2], x[:, 0] - x[:, 1] + x[:, 2] - x[:, 3]
+    dy1, dy2, dy3 = y[:, 1] - y[:, 2], y[:, 3] - y[:, 2], y[:, 0] - y[:, 1] + y[:, 2] - y[:, 3]
+    den = dx1 * dy2 - dx2 * dy1
+    den = np.where(np.abs(den) < 1e-12, 1e-12, den)
+    g = (dx3 * dy2 - dx2 * dy3) / den
+    h = (dx1 * dy3 - dx3 * dy1) / den
+    hom = np.zeros((len(quads), 3, 3))
+    hom[:, 0] = np.column_stack([x[:, 1] - x[:, 0] + g * x[:, 1], x[:, 3] - x[:, 0] + h * x[:, 3], x[:, 0]])
+    hom[:, 1] = np.column_stack([y[:, 1] - y[:, 0] + g * y[:, 1], y[:, 3] - y[:, 0] + h * y[:, 3], y[:, 0]])
+    hom[:, 2] = np.column_stack([g, h, np.ones(len(quads))])
+    return hom
+
+
+def quad_aspects(quads: np.ndarray, image_size: tuple[int, int]) -> np.ndarray:
+    """True length ratios |side 0-1| / |side 1-2| of the rectangles seen as ``quads`` (N, 4, 2).
+
+    The focal length is recovered from each rectangle's right angles (principal point at the image
+    centre); a near-frontal view, where that fails, falls back to a typical focal length.
+    """
+    w, h = image_size
+    centre = np.array([(w - 1) / 2, (h - 1) / 2])
+    hom = _square_to_quad(np.asarray(quads, np.float64) - centre)
+    a1, a2 = hom[:, 0, 0], hom[:, 0, 1]
+    b1, b2 = hom[:, 1, 0], hom[:, 1, 1]
+    c1, c2 = hom[:, 2, 0], hom[:, 2, 1]
+    big = max(w, h) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f2 = -(a1 * a2 + b1 * b2) / (c1 * c2)
+    f2 = np.where(np.isfinite(f2) & (f2 > 0.09 * big) & (f2 < 25 * big), f2, big)
+    s1 = (a1 * a1 + b1 * b1) / f2 + c1 * c1
+    s2 = (a2 * a2 + b2 * b2) / f2 + c2 * c2
+    return np.sqrt(s1 / s2)
+
+
+def quad_aspect(quad: np.ndarray, image_size: tuple[int, int]) -> float:
+    """True length ratio |side 0-1| / |side 1-2| of one rectangle seen as ``quad``."""
+    return float(quad_aspects(np.asarray(quad, np.float64)[None], image_size)[0])
+
+
+def _candidate_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
+    """Plausible board quadrilaterals (work pixels, anticlockwise on screen), best edge support first."""
+    h, w = small.shape[:2]
+    edges = _edges(small)
+    dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
+    lines = _hough_lines(edges, int(cfg.get("max_lines", 48)))
+    if len(lines) < 4:
+        return []
+    theta = lines[:, 1]
+    ii, jj = np.triu_indices(len(lines), 1)
+    dtheta = np.abs((theta[ii] - theta[jj] + np.pi / 2) % np.pi - np.pi / 2)
+    keep = dtheta < np.radians(float(cfg.get("max_opposite_angle_deg", 85)))  # steep views converge a lot
+    ii, jj = ii[keep], jj[keep]
+    mean_dir = np.angle(np.exp(2j * theta[ii]) + np.exp(2j * theta[jj])) / 2
+    pa, pb = np.triu_indices(len(ii), 1)
+    ddir = np.abs((mean_dir[pa] - mean_dir[pb] + np.pi / 2) % np.pi - np.pi / 2)
+    ok = ddir > np.radians(float(cfg.get("min_pair_angle_deg", 15)))
+    pa, pb = pa[ok], pb[ok]
+    i, j, k, m = ii[pa], jj[pa], ii[pb], jj[pb]
+    ok = (i != k) & (i != m) & (j != k) & (j != m)
+    i, j, k, m = i[ok], j[ok], k[ok], m[ok]
+    if len(i) == 0:
+        return []
+
+    def cross(a, b):
+        ra, ta, rb, tb = lines[a, 0], lines[a, 1], lines[b, 0], lines[b, 1]
+        det = np.cos(ta) * np.sin(tb) - np.sin(ta) * np.cos(tb)
+        det = np.where(np.abs(det) < 1e-9, 1e-9, det)
+        return np.column_stack([(ra * np.sin(tb) - rb * np.sin(ta)) / det, (np.cos(ta) * rb - np.cos(tb) * ra) / det])
+
+    quads = np.stack([cross(i, k), cross(k, j), cross(j, m), cross(m, i)], axis=1)  # (N, 4, 2)
+    inb = ((quads[..., 0] > -0.05 * w) & (quads[..., 0] < 1.05 * w) & (quads[..., 1] > -0.05 * h)
+           & (quads[..., 1] < 1.05 * h)).all(axis=1)
+    quads = quads[inb]
+    e = np.roll(quads, -1, axis=1) - quads
+    crossz = e[:, :, 0] * np.roll(e, -1, axis=1)[:, :, 1] - e[:, :, 1] * np.roll(e, -1, axis=1)[:, :, 0]
+    convex = (crossz > 0).all(axis=1) | (crossz < 0).all(axis=1)
+    quads, crossz = quads[convex], crossz[convex]
+    flip = crossz[:, 0] > 0  # make every quad anticlockwise on screen (negative z in image coordinates)
+    quads[flip] = quads[flip][:, ::-1]
+    x, y = quads[..., 0], quads[..., 1]
+    area = 0.5 * np.abs((x * np.roll(y, -1, 1) - np.roll(x, -1, 1) * y).sum(axis=1))
+    quads = quads[area >= float(cfg["min_area_frac"]) * w * h]
+    if len(quads) == 0:
+        return []
+    r = quad_aspects(quads, (w, h))
+    r = np.maximum(r, 1 / r)
+    fit = np.abs(np.log(r / aspect))
+    sel = fit <= float(cfg["aspect_tolerance"])
+    quads, fit, area = quads[sel], fit[sel], area[area >= float(cfg["min_area_frac"]) * w * h][sel]
+    if len(quads) == 0:
+        return []
+    t = np.linspace(0.05, 0.95, 40)
+    p = quads[:, :, None, :]
+    q = np.roll(quads, -1, axis=1)[:, :, None, :]
+    s = p + t[None, None, :, None] * (q - p)  # (N, 4, 40, 2)
+    xi = np.clip(np.round(s[..., 0]).astype(int), 0, w - 1)
+    yi = np.clip(np.round(s[..., 1]).astype(int), 0, h - 1)
+    inside = (s[..., 0] >= 0) & (s[..., 0] < w) & (s[..., 1] >= 0) & (s[..., 1] < h)
+    support = ((dist[yi, xi] <= 1.5) & inside).mean(axis=2)  # (N, 4)
+    # edge support first, then the true shape, then size: the board is the largest such quad
+    score = support.mean(axis=1) + 0.5 * support.min(axis=1) - 2.0 * fit + 0.5 * area / (w * h)
+    good = support.min(axis=1) >= 0.25
+    quads, score = quads[good], score[good]
+    order = np.argsort(-score, kind="stable")
+    kept: list[np.ndarray] = []
+    for idx in order:
+        quad = quads[idx]
+        if all(min(np.abs(np.roll(quad, rr, 0) - kq).max() for rr in range(4)) > 3 for kq in kept):
+            kept.append(quad)
+        if len(kept) >= int(cfg.get("max_candidates", 120)):
+            break
+    return kept
+
+
+def _region_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
+    """Quadrilaterals around regions that are not table: the table's colours are learnt from the
+    image border (k-means in Lab), everything far from all of them is a candidate board region."""
+    h, w = small.shape[:2]
+    lab = cv2.cvtColor(cv2.GaussianBlur(small, (0, 0), 2.0), cv2.COLOR_BGR2Lab).astype(np.float32)
+    b = max(4, int(0.03 * min(h, w)))
+    border = np.concatenate([lab[:b].reshape(-1, 3), lab[-b:].reshape(-1, 3), lab[:, :b].reshape(-1, 3),
+                             lab[:, -b:].reshape(-1, 3)])
+    k = 4
+    crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 1.0)
+    _, labels, centres = cv2.kmeans(border[:: max(1, len(border) // 20000)], k, None, crit, 2,
+                                    cv2.KMEANS_PP_CENTERS, )
+    sample = border[:: max(1, len(border) // 20000)]
+    spread = np.array([np.sqrt(np.mean(np.sum((sample[labels.ravel() == i] - centres[i]) ** 2, axis=1)) + 1e-6)
+                       if np.any(labels.ravel() == i) else 1e6 for i in range(k)])
+    dist = np.min(np.linalg.norm(lab[:, :, None, :] - centres[None, None], axis=3) / (spread + 4.0), axis=2)
+    img8 = np.clip(dist * 40, 0, 255).astype(np.uint8)
+    _, mask = cv2.threshold(img8, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
+    size = max(3, int(0.012 * min(h, w)) | 1)
+    mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((size, size), np.uint8))
+    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3 * size, 3 * size), np.uint8))
+    contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    out = []
+    for c in sorted(contours, key=cv2.contourArea, reverse=True)[:4]:
+        if cv2.contourArea(c) < float(cfg["min_area_frac"]) * w * h:
+            break
+        try:
+            quad = cv2.approxPolyN(cv2.convexHull(c), 4).reshape(-1, 2).astype(np.float64)
+        except cv2.error:
+            continue
+        if len(quad) != 4:
+            continue
+        x, y = quad[:, 0], quad[:, 1]
+        if 0.5 * (np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1))) > 0:
+            quad = quad[::-1].copy()  # anticlockwise on screen
+        r = quad_aspect(quad, (w, h))
+        if abs(np.log(max(r, 1 / r) / aspect)) <= float(cfg["aspect_tolerance"]) * 2:
+            out.append(quad)
+    return out
+
+
+# --- orientation and choice ----------------------------------------------------------------
+
+def _gradient(small: np.ndarray) -> np.ndarray:
+    lab = cv2.cvtColor(small, cv2.COLOR_BGR2Lab).astype(np.float32)
+    mag = np.zeros(small.shape[:2], np.float32)
+    for c in range(3):
+        gx = cv2.Sobel(lab[..., c], cv2.CV_32F, 1, 0, ksize=3)
+        gy = cv2.Sobel(lab[..., c], cv2.CV_32F, 0, 1, ksize=3)
+        mag += gx * gx + gy * gy
+    return np.sqrt(mag)
+
+
+_TEMPLATES: dict = {}
+_PEAK = settings.load("calibrate")["auto"].get("edge_peak", "outermost")
+_PEAK_FRAC = float(settings.load("calibrate")["auto"].get("edge_peak_fraction", 0.5))
+
+
+def _template(board: Board, ppm: float) -> tuple[np.ndarray, np.ndarray]:
+    """The printed grid top-down: a mask of space edges, and a mask of the board inside."""
+    key = (board.source, board.size_mm, len(board.spaces), ppm)
+    if key not in _TEMPLATES:
+        w_mm, l_mm = board.size_mm
+        size = (int(round(w_mm * ppm)), int(round(l_mm * ppm)))
+        lines = np.zeros(size[::-1], np.uint8)
+        for space in board.spaces:
+            poly = np.array([(x * ppm, (l_mm - y) * ppm) for x, y in space.polygon], np.float64)
+            cv2.polylines(lines, [np.round(poly * 4).astype(np.int32)], True, 1, 1, shift=2)
+        inside = np.zeros_like(lines)
+        m = int(round(6 * ppm))
+        inside[m:-m, m:-m] = 1
+        lines &= inside
+        _TEMPLATES[key] = (lines.astype(bool), inside.astype(bool))
+    return _TEMPLATES[key]
+
+
+def _grid_score(grad: np.ndarray, quad: np.ndarray, board: Board, ppm: float = 0.5) -> float:
+    """How much more edge there is on the board file's space edges than elsewhere on the board."""
+    lines, inside = _template(board, ppm)
+    w_mm, l_mm = board.size_mm
+    src = board_corners_mm(board)
+    topdown = np.column_stack([src[:, 0] * ppm, (l_mm - src[:, 1]) * ppm])
+    hom = cv2.getPerspectiveTransform(quad.astype(np.float32), topdown.astype(np.float32))
+    warped = cv2.warpPerspective(grad, hom, lines.shape[::-1], flags=cv2.INTER_LINEAR)
+    on = warped[lines].mean()
+    off = warped[inside & ~cv2.dilate(lines.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)].mean()
+    return float(on / (off + 1.0))
+
+
+# --- sub-pixel refinement ------------------------------------------------------------------
+
+def _refine(colour: np.ndarray, corners: np.ndarray, cfg: dict, first_radius: float):
+    """Fit each side to sub-pixel edge positions; corners are the fitted lines' intersections."""
+    img = cv2.GaussianBlur(colour, (0, 0), 0.7).astype(np.float32)
+    fits = None
+    n_total = 0
+    last = float(cfg["refine_search_px"])
+    for radius in (max(first_radius, last), max(last, first_radius / 2), last):
+        fits = []
+        for a in range(4):
+            fits.append(_fit_side(img, corners[a], corners[(a + 1) % 4], radius, int(cfg["edge_samples"])))
+        if any(f is None for f in fits):
+            raise KnockcamError(NOT_FOUND)
+        new = np.array([_line_intersection(fits[(a - 1) % 4], fits[a]) for a in range(4)])
+        if not np.isfinite(new).all() or np.abs(new - corners).max() > 4 * radius + 5:
+            raise KnockcamError(NOT_FOUND)
+        corners = new
+        n_total = sum(f[3] for f in fits)
+    return corners, n_total, fits
+
+
+def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samples: int):
+    """A robust line through the strongest-edge positions on profiles across side p-q.
+
+    Returns (point, unit direction, residual std, number of points, spread along the side) or None.
+    """
+    h, w = img.shape[:2]
+    d = q - p
+    length = np.linalg.norm(d)
+    if length < 10:
+        return None
+    u = d / length
+    nrm = np.array([-u[1], u[0]])  # outward for an anticlockwise-on-screen quad (image y down)
+    t = np.linspace(0.06, 0.94, samples)
+    step = 0.25
+    offs = np.arange(-radius, radius + step / 2, step)
+    base = p[None, :] + t[:, None] * d[None, :]
+    xs = (base[:, None, 0] + offs[None, :] * nrm[0]).astype(np.float32)
+    ys = (base[:, None, 1] + offs[None, :] * nrm[1]).astype(np.float32)
+    prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)  # (samples, m, 3)
+    deriv = np.gradient(prof, step, axis=1)
+    mag = np.sqrt((deriv**2).sum(axis=2))
+    valid = (xs.min(1) >= 1) & (xs.max(1) <= w - 2) & (ys.min(1) >= 1) & (ys.max(1) <= h - 2)
+    valid &= mag.max(axis=1) >= 6.0
+    if valid.sum() < max(8, samples // 5):
+        return None
+    # which edge across the side is the board's: decided on the profile averaged along the side,
+    # where a faint but straight edge (board against a table of nearly its colour) stands out
+    avg = np.median(mag[valid], axis=0)
+    inner = np.flatnonzero((avg[1:-1] >= avg[:-2]) & (avg[1:-1] > avg[2:])) + 1
+    if len(inner) == 0:
+        return None
+    top = avg[inner].max()
+    strong = inner[avg[inner] >= _PEAK_FRAC * top]
+    if _PEAK == "outermost":
+        chosen = strong[-1]
+    elif _PEAK == "innermost":
+        chosen = strong[0]
+    else:
+        chosen = inner[int(np.argmax(avg[inner]))]
+    window = int(round(1.0 / step))
+    lo, hi = max(1, chosen - window), min(len(offs) - 2, chosen + window)
+    pts = []
+    for i in np.flatnonzero(valid):
+        m = mag[i]
+        k = lo + int(np.argmax(m[lo:hi + 1]))
+        if k <= 0 or k >= len(offs) - 1:
+            continue
+        y0, y1, y2 = m[k - 1], m[k], m[k + 1]
+        den = y0 - 2 * y1 + y2
+        sub = float(np.clip(0.5 * (y0 - y2) / den, -0.5, 0.5)) if abs(den) > 1e-9 else 0.0
+        pts.append(base[i] + (offs[k] + sub * step) * nrm)
+    if len(pts) < max(8, samples // 5):
+        return None
+    pts = np.array(pts)
+    keep = np.ones(len(pts), bool)
+    for _ in range(4):
+        c = pts[keep].mean(axis=0)
+        _, _, vt = np.linalg.svd(pts[keep] - c)
+        direction = vt[0]
+        normal = np.array([-direction[1], direction[0]])
+        res = (pts - c) @ normal
+        mad = np.median(np.abs(res[keep] - np.median(res[keep])))
+        new_keep = np.abs(res) <= max(0.6, 3.5 * 1.4826 * mad)
+        if new_keep.sum() < max(8, samples // 5):
+            return None
+        if (new_keep == keep).all():
+            break
+        keep = new_keep
+    c = pts[keep].mean(axis=0)
+    _, _, vt = np.linalg.svd(pts[keep] - c)
+    direction = vt[0]
+    normal = np.array([-direction[1], direction[0]])
+    sigma = float(np.std((pts[keep] - c) @ normal))
+    spread = float(np.std((pts[keep] - c) @ direction))
+    return c, direction, sigma, int(keep.sum()), spread
+
+
+def _line_intersection(f1, f2) -> np.ndarray:
+    c1, d1 = f1[0], f1[1]
+    c2, d2 = f2[0], f2[1]
+    a = np.column_stack([d1, -d2])
+    if abs(np.linalg.det(a)) < 1e-9:
+        return np.array([np.nan, np.nan])
+    s = np.linalg.solve(a, c2 - c1)
+    return c1 + s[0] * d1
+
+
+def _line_fit_error_mm(fits, board: Board, samples: int = 100) -> float:
+    """RMS error over the board (mm) implied by the sides' fit scatter (offset and angle standard errors)."""
+    corners0 = np.array([_line_intersection(fits[(a - 1) % 4], fits[a]) for a in range(4)])
+    mm = board_corners_mm(board)
+    hom0 = homography_from_points(mm, corners0)
+    grid = board_grid_mm(board, 50)
+    grid_px = cv2.perspectiveTransform(grid.reshape(-1, 1, 2), hom0).reshape(-1, 2)
+    rng = np.random.default_rng(0)
+    sq = []
+    for _ in range(samples):
+        moved = []
+        for c, d, sigma, n, spread in fits:
+            normal = np.array([-d[1], d[0]])
+            se_off = sigma / np.sqrt(n)
+            se_ang = sigma / (np.sqrt(n) * max(spread, 1.0))
+            ang = rng.normal(0, se_ang)
+            rot = np.array([[np.cos(ang), -np.sin(ang)], [np.sin(ang), np.cos(ang)]])
+            moved.append((c + rng.normal(0, se_off) * normal, rot @ d))
+        corners = np.array([_line_intersection(moved[(a - 1) % 4], moved[a]) for a in range(4)])
+        hom = homography_from_points(mm, corners)
+        back = cv2.perspectiveTransform(grid_px.reshape(-1, 1, 2), np.linalg.inv(hom)).reshape(-1, 2)
+        sq.append(np.mean(np.sum((back - grid) ** 2, axis=1)))
+    return float(np.sqrt(np.mean(sq)))

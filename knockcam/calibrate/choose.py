@@ -1,0 +1,67 @@
+"""``calibrate()``: the one entry point the pipeline calls; it picks the method from what it is given."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.quality import check
+from knockcam.errors import KnockcamError
+
+NOT_FOUND = "board not found: give --corners or lay the marker sheet (calibration/README.md)"
+
+
+def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: str | Path | None = None,
+              reference=None, camera: Calibration | None = None, max_error_mm: float | None = None) -> Calibration:
+    """The board's calibration in this photo.
+
+    ``calibration_file``: a saved calibration, used as is (checked against the image size).
+    ``corners``: four pixel corners (near-left, near-right, far-right, far-left) or their text form.
+    ``reference``: a ``Reference`` or (reference image, its Calibration or calibration file).
+    Nothing given: the marker cards if they are in view, else the automatic outline finder.
+    ``camera``: a lens calibration (camera_matrix, dist_coeffs) applied first.
+    Raises KnockcamError saying what to do when the board is not found or the error is too large.
+    """
+    if image is None or not hasattr(image, "shape") or image.ndim < 2:
+        raise KnockcamError("no image to calibrate on")
+    size = (int(image.shape[1]), int(image.shape[0]))
+    k = None if camera is None else camera.camera_matrix
+    d = None if camera is None else camera.dist_coeffs
+    if calibration_file is not None:
+        cal = Calibration.load(calibration_file)
+        if tuple(cal.image_size) != size:
+            raise KnockcamError(f"{calibration_file} is for {cal.image_size[0]}x{cal.image_size[1]} images, this one is "
+                                f"{size[0]}x{size[1]}: run 'knockcam calibrate' on this camera's image")
+        return cal
+    if corners is not None:
+        from knockcam.calibrate.corners import calibrate_corners, parse_corners
+
+        pts = parse_corners(corners) if isinstance(corners, str) else corners
+        return check(calibrate_corners(pts, board, size, camera_matrix=k, dist_coeffs=d), max_error_mm,
+                     "click or type the corners again, more carefully")
+    if reference is not None:
+        from knockcam.calibrate.reference import Reference, make_reference, register
+
+        if not isinstance(reference, Reference):
+            ref_image, ref_cal = reference
+            if not isinstance(ref_cal, Calibration):
+                ref_cal = Calibration.load(ref_cal)
+            reference = make_reference(ref_image, ref_cal, board)
+        return check(register(image, reference, board), max_error_mm,
+                     "retake the photo with the board better in view, or calibrate the reference again")
+    from knockcam.calibrate.markers import calibrate_markers, detect_markers
+
+    if len(detect_markers(image)) >= 3:
+        return check(calibrate_markers(image, board, k, d), max_error_mm, "lay the cards flat against the corners")
+    from knockcam.calibrate.auto import calibrate_auto
+
+    try:
+        cal = calibrate_auto(image, board, k, d)
+    except KnockcamError as exc:
+        if "board not found" in str(exc):
+            raise KnockcamError(NOT_FOUND) from None
+        raise
+    return check(cal, max_error_mm, "give --corners or lay the marker sheet")

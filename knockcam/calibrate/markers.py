@@ -1,0 +1,164 @@
+"""ArUco marker cards laid at the board's corners: the printable sheet and their detection.
+
+Each card is a square of ``card_mm`` with a marker in its middle. Lay it on the table outside the
+board, one corner of the card touching the board's corner and its sides along the board's edges,
+the printed arrow pointing to the far end. The marker's centre is then at ``offsets_mm`` from that
+board corner (calibration/README.md). Sixteen marker corners give a least-squares homography and a
+residual; the cards' placement by hand (about 1 mm) is not in that residual.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from pathlib import Path
+
+import cv2
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.quality import homography_from_points, plausible, residual_mm
+from knockcam.errors import KnockcamError
+
+CARD_MM = 80.0
+CORNER_NAMES = ("near-left", "near-right", "far-right", "far-left")
+
+
+def _cfg() -> dict:
+    return settings.load("calibrate")["markers"]
+
+
+def dictionary():
+    return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, _cfg()["dictionary"]))
+
+
+def marker_corners_mm(board: Board) -> dict[int, np.ndarray]:
+    """id -> the marker's 4 corners in board mm, in ArUco's order (its top-left, top-right, bottom-right,
+    bottom-left, the top towards the board's far end)."""
+    cfg = _cfg()
+    w, l = board.size_mm
+    s = float(cfg["marker_mm"]) / 2
+    out = {}
+    for marker_id, corner, off in zip(cfg["ids"], [(0, 0), (w, 0), (w, l), (0, l)], cfg["offsets_mm"]):
+        cx, cy = corner[0] + off[0], corner[1] + off[1]
+        out[int(marker_id)] = np.array([(cx - s, cy + s), (cx + s, cy + s), (cx + s, cy - s), (cx - s, cy - s)])
+    return out
+
+
+def detect_markers(image: np.ndarray) -> dict[int, np.ndarray]:
+    """id -> (4, 2) sub-pixel marker corners found in the photo."""
+    gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
+    params = cv2.aruco.DetectorParameters()
+    params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
+    detector = cv2.aruco.ArucoDetector(dictionary(), params)
+    corners, ids, _ = detector.detectMarkers(gray)
+    if ids is None:
+        return {}
+    found: dict[int, np.ndarray] = {}
+    for c, i in zip(corners, ids.ravel()):
+        found.setdefault(int(i), c.reshape(4, 2).astype(np.float64))
+    return found
+
+
+def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None) -> Calibration:
+    """The homography through the marker corners seen; error = RMS residual of those corners in board mm."""
+    cfg = _cfg()
+    found = detect_markers(image)
+    expected = marker_corners_mm(board)
+    ids = [i for i in expected if i in found]
+    if len(ids) < int(cfg["min_markers"]):
+        missing = ", ".join(CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found)
+        raise KnockcamError(f"markers: found {len(ids)} of 4 marker cards (missing {missing}): lay the sheet's "
+                            f"cards at the board's corners (calibration/README.md) or give --corners")
+    mm = np.vstack([expected[i] for i in ids])
+    px = np.vstack([found[i] for i in ids])
+    if camera_matrix is not None and dist_coeffs is not None:
+        px = cv2.undistortPoints(px.reshape(-1, 1, 2), camera_matrix, dist_coeffs, P=camera_matrix).reshape(-1, 2)
+    hom = homography_from_points(mm, px)
+    size = (image.shape[1], image.shape[0])
+    why = plausible(hom, board, size)
+    if why:
+        raise KnockcamError(f"markers: the cards do not sit at the board's corners ({why}); check calibration/README.md")
+    rms, _ = residual_mm(hom, mm, px)
+    return Calibration(method="markers", image_size=size, homography=hom, camera_matrix=camera_matrix,
+                       dist_coeffs=dist_coeffs, error_mm=rms,
+                       error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
+                                    f"board mm; card placement by hand not included")
+
+
+def card_image(marker_id: int, px_per_mm: float, name: str = "") -> np.ndarray:
+    """One card: white square, marker in the middle, an arrow to the far end, the corner to touch marked."""
+    cfg = _cfg()
+    size = int(round(CARD_MM * px_per_mm))
+    card = np.full((size, size), 255, np.uint8)
+    m = int(round(float(cfg["marker_mm"]) * px_per_mm))
+    marker = cv2.aruco.generateImageMarker(dictionary(), int(marker_id), m, borderBits=1)
+    o = (size - m) // 2
+    card[o:o + m, o:o + m] = marker
+    cv2.rectangle(card, (0, 0), (size - 1, size - 1), 0, max(1, int(0.3 * px_per_mm)))
+    font = 0.09 * px_per_mm
+    cv2.putText(card, f"{name} (id {marker_id})", (int(2 * px_per_mm), int(7 * px_per_mm)),
+                cv2.FONT_HERSHEY_SIMPLEX, font, 0, max(1, int(0.25 * px_per_mm)), cv2.LINE_AA)
+    cv2.arrowedLine(card, (size // 2, int(o - 2 * px_per_mm)), (size // 2, int(o - 8 * px_per_mm)) if o > 10 * px_per_mm
+                    else (size // 2, 2), 0, max(1, int(0.4 * px_per_mm)), tipLength=0.4)
+    cv2.putText(card, "far end", (size // 2 + int(2 * px_per_mm), int(o - 3 * px_per_mm)),
+                cv2.FONT_HERSHEY_SIMPLEX, font * 0.8, 0, max(1, int(0.2 * px_per_mm)), cv2.LINE_AA)
+    return card
+
+
+def touch_corner(marker_index: int) -> tuple[int, int]:
+    """Which corner of the card (0/1 for left/right, 0/1 for top/bottom) touches the board's corner."""
+    off = _cfg()["offsets_mm"][marker_index]
+    return (0 if off[0] > 0 else 1, 1 if off[1] > 0 else 0)
+
+
+def sheet_image(dpi: int = 300) -> np.ndarray:
+    """An A4 page (portrait) with the four cards at true size, cut lines and the touching corners marked."""
+    ppm = dpi / 25.4
+    page = np.full((int(round(297 * ppm)), int(round(210 * ppm))), 255, np.uint8)
+    cfg = _cfg()
+    for k, marker_id in enumerate(cfg["ids"]):
+        card = card_image(int(marker_id), ppm, CORNER_NAMES[k])
+        size = card.shape[0]
+        col, row = k % 2, k // 2
+        x0 = int(round((15 + col * (CARD_MM + 20)) * ppm))
+        y0 = int(round((40 + row * (CARD_MM + 30)) * ppm))
+        page[y0:y0 + size, x0:x0 + size] = card
+        tx, ty = touch_corner(k)
+        cx, cy = x0 + tx * (size - 1), y0 + ty * (size - 1)
+        cv2.circle(page, (cx, cy), int(3 * ppm), 0, -1)
+        cv2.putText(page, f"touch the board's {CORNER_NAMES[k]} corner here", (x0, y0 + size + int(8 * ppm)),
+                    cv2.FONT_HERSHEY_SIMPLEX, 0.1 * ppm, 0, max(1, int(0.25 * ppm)), cv2.LINE_AA)
+    cv2.putText(page, f"knockcam marker sheet - print at 100% (A4, {dpi} dpi). Black squares must measure "
+                      f"{cfg['marker_mm']} mm.", (int(15 * ppm), int(20 * ppm)), cv2.FONT_HERSHEY_SIMPLEX, 0.1 * ppm,
+                0, max(1, int(0.25 * ppm)), cv2.LINE_AA)
+    # a 100 mm ruler to check the print scale
+    y = int(round(270 * ppm))
+    x0 = int(round(15 * ppm))
+    cv2.line(page, (x0, y), (x0 + int(round(100 * ppm)), y), 0, max(1, int(0.4 * ppm)))
+    for mm in range(0, 101, 10):
+        x = x0 + int(round(mm * ppm))
+        cv2.line(page, (x, y - int(3 * ppm)), (x, y), 0, max(1, int(0.3 * ppm)))
+    cv2.putText(page, "100 mm", (x0 + int(104 * ppm), y), cv2.FONT_HERSHEY_SIMPLEX, 0.1 * ppm, 0,
+                max(1, int(0.25 * ppm)), cv2.LINE_AA)
+    return page
+
+
+def write_png_with_dpi(path: str | Path, image: np.ndarray, dpi: int) -> None:
+    """Write a PNG that states its print resolution (pHYs chunk), atomically."""
+    ok, buf = cv2.imencode(".png", image)
+    if not ok:
+        raise KnockcamError(f"cannot encode {path}")
+    data = buf.tobytes()
+    ppm = int(round(dpi / 0.0254))
+    body = b"pHYs" + struct.pack(">IIB", ppm, ppm, 1)
+    chunk = struct.pack(">I", 9) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+    end_ihdr = 8 + 4 + 4 + 13 + 4  # signature, IHDR length, type, data, CRC
+    data = data[:end_ihdr] + chunk + data[end_ihdr:]
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(path)

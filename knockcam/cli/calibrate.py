@@ -1,0 +1,120 @@
+"""``knockcam calibrate``: find the board in a photo and save the calibration; also lens, sheet and bench."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from knockcam.errors import KnockcamError
+
+HELP = """examples:
+  knockcam calibrate photo.jpg                       automatic (marker cards if in view, else the board outline)
+  knockcam calibrate photo.jpg --corners "102,655 1180,640 930,80 310,85"   near-left, near-right, far-right, far-left
+  knockcam calibrate photo.jpg --click               click the four corners in a window
+  knockcam calibrate photo.jpg --reference empty.jpg calibration/empty.yaml
+  knockcam calibrate camera charuco1.jpg charuco2.jpg charuco3.jpg   lens calibration
+  knockcam calibrate sheet                           write calibration/markers.png and charuco.png
+  knockcam calibrate bench                           measure every method on synthetic scenes"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("calibrate", help="find the board in a photo (corners, click, markers, reference, auto)",
+                              epilog=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", nargs="+", metavar="IMAGE | camera IMAGES... | sheet | bench",
+                   help="the photo to calibrate, or a sub-command")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--corners", help='four "x,y" pixel corners: near-left, near-right, far-right, far-left')
+    how.add_argument("--click", action="store_true", help="click the corners in a window (needs a display)")
+    how.add_argument("--markers", action="store_true", help="use the marker cards (calibration/README.md)")
+    how.add_argument("--reference", nargs=2, metavar=("REF_IMAGE", "REF_CALIB"),
+                     help="register to a calibrated photo of the same board")
+    how.add_argument("--auto", action="store_true", help="find the board outline automatically")
+    p.add_argument("--board", help="board file (default: the shipped board)")
+    p.add_argument("--camera", help="lens calibration file from 'knockcam calibrate camera'")
+    p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml)")
+    p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
+    p.set_defaults(run=run)
+
+
+def _read(path: str):
+    import cv2
+
+    if not Path(path).is_file():
+        raise KnockcamError(f"image not found: {path}")
+    image = cv2.imread(path, cv2.IMREAD_COLOR)
+    if image is None:
+        raise KnockcamError(f"cannot read {path} as an image (JPEG or PNG expected)")
+    return image
+
+
+def run(args) -> int:
+    from knockcam.board import load_board
+
+    board = load_board(args.board)
+    verb = args.target[0]
+    if verb == "bench" and len(args.target) == 1:
+        from knockcam.calibrate.bench import run_bench
+
+        out = Path(args.out or "bench/calibration.md")
+        text = run_bench(board, args.scenes, out)
+        print(text)
+        return 0
+    if verb == "sheet" and len(args.target) == 1:
+        from knockcam.calibrate.lens import charuco_image
+        from knockcam.calibrate.markers import sheet_image, write_png_with_dpi
+
+        folder = Path(args.out or "calibration")
+        write_png_with_dpi(folder / "markers.png", sheet_image(300), 300)
+        write_png_with_dpi(folder / "charuco.png", charuco_image(300), 300)
+        print(f"wrote {folder / 'markers.png'} and {folder / 'charuco.png'} (300 dpi, print at 100%)")
+        return 0
+    if verb == "camera" and not Path(verb).is_file():
+        from knockcam.calibrate.lens import calibrate_lens
+
+        if len(args.target) < 4:
+            raise KnockcamError("calibrate camera needs at least 3 photos of the printed ChArUco board")
+        cal = calibrate_lens([_read(p) for p in args.target[1:]])
+        out = Path(args.out or "calibration/camera.yaml")
+        cal.save(out)
+        print(f"lens calibrated ({cal.error_source}); wrote {out}; pass --camera {out}")
+        return 0
+    if len(args.target) != 1:
+        raise KnockcamError("calibrate takes one image (or: camera IMAGES..., sheet, bench)")
+    image = _read(verb)
+    camera = None
+    if args.camera:
+        from knockcam.calibrate.calibration import Calibration
+
+        camera = Calibration.load(args.camera)
+    from knockcam.calibrate import calibrate
+    from knockcam.calibrate.quality import check
+
+    k = None if camera is None else camera.camera_matrix
+    d = None if camera is None else camera.dist_coeffs
+    if args.click:
+        from knockcam.calibrate.click import click_corners
+        from knockcam.calibrate.corners import calibrate_corners
+
+        size = (image.shape[1], image.shape[0])
+        cal = check(calibrate_corners(click_corners(image), board, size, "click", k, d))
+    elif args.markers:
+        from knockcam.calibrate.markers import calibrate_markers
+
+        cal = check(calibrate_markers(image, board, k, d))
+    elif args.auto:
+        from knockcam.calibrate.auto import calibrate_auto
+
+        cal = check(calibrate_auto(image, board, k, d))
+    elif args.reference:
+        cal = calibrate(image, board, reference=(_read(args.reference[0]), args.reference[1]), camera=camera)
+    else:
+        cal = calibrate(image, board, corners=args.corners, camera=camera)
+    out = Path(args.out or f"calibration/{Path(verb).stem}.yaml")
+    cal.save(out, board.size_mm)
+    if args.json:
+        print(json.dumps({**cal.to_dict(board.size_mm), "file": str(out)}))
+    else:
+        print(f"{cal.method}: error {cal.error_mm:.2f} mm ({cal.error_source}); wrote {out}")
+    return 0

@@ -1,0 +1,34 @@
+"""knockcam calibrate on the command line: writes the file, prints JSON, fails in one line."""
+
+import json
+
+import cv2
+
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.quality import board_corners_mm
+from knockcam.cli import main
+
+
+def test_corners_on_the_command_line(tmp_path, scene, board, capsys):
+    img = tmp_path / "photo.png"
+    cv2.imwrite(str(img), scene.image)
+    corners = " ".join(f"{x:.2f},{y:.2f}" for x, y in scene.truth.mm_to_px(board_corners_mm(board)))
+    out = tmp_path / "cal" / "photo.yaml"
+    assert main(["calibrate", str(img), "--corners", corners, "--out", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["method"] == "corners" and len(printed["corners_px"]) == 4
+    assert Calibration.load(out).method == "corners"
+
+
+def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
+    assert main(["calibrate", str(tmp_path / "missing.jpg")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("knockcam: error: image not found") and err.count("\n") == 1
+    bad = tmp_path / "x.jpg"
+    bad.write_text("not an image")
+    assert main(["calibrate", str(bad), "--corners", "1,2 3,4"]) == 2
+
+
+def test_sheet_writes_both_printables(tmp_path, capsys):
+    assert main(["calibrate", "sheet", "--out", str(tmp_path)]) == 0
+    assert (tmp_path / "markers.png").exists() and (tmp_path / "charuco.png").exists()

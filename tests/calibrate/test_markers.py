@@ -1,0 +1,40 @@
+"""Marker cards: the printed sheet is detectable and true to size; cards in a photo give the board."""
+
+import struct
+
+import cv2
+import numpy as np
+import pytest
+
+from knockcam.calibrate.markers import calibrate_markers, detect_markers, sheet_image, write_png_with_dpi
+from knockcam.calibrate.quality import corner_errors_mm
+from knockcam.errors import KnockcamError
+
+
+def test_sheet_has_the_four_markers_at_true_size(tmp_path):
+    dpi = 150
+    page = sheet_image(dpi)
+    assert page.shape == (round(297 * dpi / 25.4), round(210 * dpi / 25.4))
+    found = detect_markers(page)
+    assert sorted(found) == [0, 1, 2, 3]
+    side_mm = np.linalg.norm(found[0][0] - found[0][1]) / (dpi / 25.4)
+    assert side_mm == pytest.approx(50, abs=0.5)
+    path = tmp_path / "m.png"
+    write_png_with_dpi(path, page, dpi)
+    data = path.read_bytes()
+    i = data.index(b"pHYs")
+    x, y, unit = struct.unpack(">IIB", data[i + 4:i + 13])
+    assert unit == 1 and x == y == round(dpi / 0.0254)
+    assert cv2.imread(str(path), cv2.IMREAD_GRAYSCALE).shape == page.shape
+
+
+def test_cards_in_a_photo_give_the_board_within_a_millimetre(marker_scene, board):
+    cal = calibrate_markers(marker_scene.image, board)
+    err = corner_errors_mm(cal, marker_scene.truth, board)
+    assert err.max() < 1.0
+    assert cal.error_source.startswith("residual") and cal.error_mm < 1.5
+
+
+def test_no_cards_is_a_clear_error(scene, board):
+    with pytest.raises(KnockcamError, match="marker cards"):
+        calibrate_markers(scene.image, board)
