@@ -1,0 +1,186 @@
+"""``knockcam live``: follow a whole game from an overhead camera (or a video), with prompts and a game log."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REVIEWS = ("always", "ambiguous", "never")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "live", help="run a whole game from a camera or video: slides, jail, Chance, Railroad, scores",
+        description="Follow a game from an overhead camera: wait while things move, detect every token when the "
+                    "board is still, attribute new tokens to the side whose turn it is, ask when a rule needs a "
+                    "choice, score each round with the engine and keep everything in a game log "
+                    "(--resume continues after a crash). Exit code 3: the frames ended before the game did.")
+    src = parser.add_mutually_exclusive_group()
+    src.add_argument("--camera", metavar="N", type=int, help="OpenCV camera number (0 = the first webcam)")
+    src.add_argument("--video", metavar="FILE", help="a video file instead of a camera")
+    parser.add_argument("--calibration", metavar="FILE", help="calibration file from 'knockcam calibrate' "
+                        "(default: automatic on the first frame)")
+    parser.add_argument("--reference", metavar="IMAGE", help="empty-board photo from this camera "
+                        "(default: the first still frame, so start with the board clear)")
+    parser.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    parser.add_argument("--sides", metavar="LIST", help="the sides playing, e.g. red,blue,green")
+    parser.add_argument("--order", metavar="LIST", help="round 1's turn order (default: --sides drawn at random, R6)")
+    parser.add_argument("--tokens", metavar="N", type=int, default=None,
+                        help="tokens per side (default 4, RULES.md R2; fewer for a short practice game)")
+    parser.add_argument("--reslide", choices=("none", "free", "paid"), default="none",
+                        help="S2 variant: re-slide a token that went off the board (default none)")
+    parser.add_argument("--review", choices=REVIEWS, default=None,
+                        help="review positions before scoring a round: always, only when a call is close "
+                             "(ambiguous, the default) or never")
+    parser.add_argument("--log", metavar="LOG", help="game log to write (default: knockcam-game-<time>.jsonl)")
+    parser.add_argument("--resume", metavar="LOG", help="continue the game in this log (after a crash or a stop)")
+    parser.add_argument("--answers", metavar="FILE", help="scripted answers (YAML/JSON: key -> answer, or a list)")
+    parser.add_argument("--show", action="store_true", help="overlay window (needs a display)")
+    parser.add_argument("--quiet", action="store_true", help="no scoreboards, only errors and the result")
+    parser.add_argument("--json", action="store_true", help="print the result as one JSON object at the end")
+    parser.add_argument("--bench", action="store_true",
+                        help="benchmark the loop on a synthetic 1280x720 game and write bench/live.md")
+    parser.add_argument("--max-frames", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--crash-after", type=int, default=None, help=argparse.SUPPRESS)  # tests: simulated kill
+    parser.add_argument("--no-model", action="store_true", help=argparse.SUPPRESS)  # reference detector only
+    parser.set_defaults(run=run)
+
+
+def _sides(text: str | None, what: str) -> list[str] | None:
+    from knockcam.errors import KnockcamError
+    from knockcam.sides import SIDES
+
+    if text is None:
+        return None
+    sides = [s.strip().lower() for s in text.split(",") if s.strip()]
+    for s in sides:
+        if s not in SIDES:
+            raise KnockcamError(f"--{what}: unknown side {s!r} (one of {', '.join(SIDES)})")
+    if len(set(sides)) != len(sides):
+        raise KnockcamError(f"--{what}: a side is listed twice")
+    if not 2 <= len(sides) <= 4:
+        raise KnockcamError(f"--{what}: a game has 2 to 4 sides, not {len(sides)} (R1)")
+    return sides
+
+
+def run(args: argparse.Namespace) -> int:
+    import datetime as dt
+    import random
+
+    import cv2
+
+    from knockcam.board.layout import load_board
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.errors import KnockcamError
+    from knockcam.live.display import Display
+    from knockcam.live.frames import camera_source, video_source
+    from knockcam.live.log import read_log
+    from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
+    from knockcam.live.session import LiveGame, new_log
+
+    if args.bench:
+        from knockcam.live.bench import run_bench
+
+        report = run_bench(Path("bench/live.md"))
+        print(report)
+        return 0
+
+    source = None
+    if args.resume:
+        log_path = Path(args.resume)
+        entries = read_log(log_path)
+        start = entries[0]
+        n_answers = sum(1 for e in entries if e["kind"] == "answer")
+        board = load_board(start.get("board"))
+        display = Display(board, show=args.show, quiet=args.quiet)
+        source_info = start.get("source", {})
+        if args.sides or args.order:
+            raise KnockcamError("--resume continues the logged game: --sides and --order cannot change it")
+    else:
+        sides = _sides(args.sides, "sides")
+        order = _sides(args.order, "order")
+        if order is None and sides is None:
+            raise KnockcamError("give --sides (e.g. --sides red,blue) or --order for a new game, or --resume LOG")
+        if order is None:
+            order = list(sides)
+            random.SystemRandom().shuffle(order)  # R6: round 1's order is drawn
+        elif sides is not None and sorted(sides) != sorted(order):
+            raise KnockcamError("--order must list the same sides as --sides")
+        if args.camera is None and args.video is None:
+            raise KnockcamError("give --camera N or --video FILE")
+        board = load_board(args.board)
+        display = Display(board, show=args.show, quiet=args.quiet)  # --show without a display fails here
+        calibration = Calibration.load(args.calibration) if args.calibration else None
+        reference = None
+        if args.reference:
+            reference = cv2.imread(args.reference, cv2.IMREAD_COLOR)
+            if reference is None:
+                raise KnockcamError(f"cannot read the reference image {args.reference}")
+        log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
+        if log_path.exists() and log_path.stat().st_size > 0:
+            raise KnockcamError(f"game log {log_path} already exists: continue it with --resume {log_path}, "
+                                "or give a new --log")
+        if args.video:
+            video_source(args.video).close()  # a bad video path fails before any log is written
+        else:
+            source = camera_source(args.camera)  # likewise a camera that cannot be opened
+        source_info = {"video": str(Path(args.video).resolve())} if args.video else {"camera": args.camera}
+        from knockcam import settings
+
+        tokens = args.tokens or int(settings.load("live")["tracking"]["tokens_per_side"])
+        if not 1 <= tokens <= 4:
+            raise KnockcamError("--tokens: 1 to 4 tokens per side (R2)")
+        log = new_log(log_path, order=order, board_path=args.board and str(Path(args.board).resolve()),
+                      tokens_per_side=tokens, reslide_off_board=args.reslide,
+                      review=args.review or settings.load("live")["review"], source=source_info,
+                      calibration=calibration, reference=reference)
+        log.close()
+        n_answers = 0
+        print(f"game log: {log_path} (round 1 order: {', '.join(order)})", file=sys.stderr)
+
+    if args.answers:
+        answers = load_answers(args.answers)
+        prompter = ScriptedPrompter(answers, skip=n_answers if isinstance(answers, list) else 0,
+                                    echo=None if args.quiet else sys.stdout)
+    else:
+        prompter = TerminalPrompter()
+    live = LiveGame(log_path, prompter, display=display, board=board, model=None if args.no_model else "auto")
+    if args.resume:
+        snap = live.tracker.snapshot()
+        print(f"resumed {log_path}: round {snap['round']} of {snap['rounds']}, {snap['phase']}"
+              + (f", next: {snap['expected']}" if snap["expected"] else ""), file=sys.stderr)
+        display.status(snap, live.tracker.provisional())
+    if live.tracker.phase == "over":
+        print(f"{log_path}: this game is over", file=sys.stderr)
+    else:
+        if source is not None:
+            pass
+        elif args.camera is not None:
+            source = camera_source(args.camera)
+        else:
+            video = args.video or source_info.get("video")
+            if video is None:
+                camera = source_info.get("camera", 0)
+                source = camera_source(int(camera))
+            else:
+                same = args.resume and str(Path(video).resolve()) == source_info.get("video")
+                source = video_source(video, start_index=live.last_frame + 1 if same else 0)
+        try:
+            stats = live.run(source, max_frames=args.max_frames, crash_after=args.crash_after)
+        finally:
+            source.close()
+            display.close()
+        if live.tracker.phase != "over":
+            print(f"the frames ended in round {live.tracker.round} ({live.tracker.phase}): continue with "
+                  f"'knockcam live --resume {log_path}'", file=sys.stderr)
+        if not args.quiet:
+            print(f"{stats.frames} frames, {stats.observations} still-board detections, {stats.fps:.1f} frames/s",
+                  file=sys.stderr)
+    result = {"log": str(log_path), "over": live.tracker.phase == "over", "round": live.game.round_number,
+              "cash": dict(live.game.cash), "pot": live.game.pot,
+              "standings": [s.to_dict() for s in live.game.standings()]}
+    if args.json:
+        print(json.dumps(result, indent=2))
+    return 0 if result["over"] else 3

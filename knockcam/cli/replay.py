@@ -1,0 +1,66 @@
+"""``knockcam replay LOG``: re-score a game from its log (no camera, no questions) and print it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("replay", help="re-score a live game from its game log and print it",
+                                   description="Rebuild a game from the observations and answers in its game log, "
+                                               "score every round again with the engine, check the result against "
+                                               "what the log recorded, and print the rounds and the standings.")
+    parser.add_argument("log", metavar="LOG", help="game log written by 'knockcam live'")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from knockcam.errors import KnockcamError
+    from knockcam.live.log import read_log
+    from knockcam.live.session import replay
+
+    live = replay(args.log)
+    recorded = {e["round"]: e for e in read_log(args.log) if e["kind"] == "round"}
+    mismatches = []
+    for number, result in enumerate(live.game.history, start=1):
+        rec = recorded.get(number)
+        if rec is not None and rec["result"]["cash"] != dict(result.cash):
+            mismatches.append(f"round {number}: the log recorded {rec['result']['cash']}, re-scoring gives "
+                              f"{dict(result.cash)}")
+    game = live.game
+    standings = [s.to_dict() for s in game.standings()]
+    overrides = [data for kind, data in live.events if kind == "override"]
+    if args.json:
+        print(json.dumps({"log": args.log, "over": game.over, "rounds_played": game.round_number,
+                          "rounds_total": game.rounds_total, "rounds": [r.to_dict() for r in game.history],
+                          "cash": dict(game.cash), "pot": game.pot, "standings": standings,
+                          "overrides": overrides, "incomplete": live.incomplete, "mismatches": mismatches},
+                         indent=2))
+    else:
+        from rich.console import Console
+        from rich.table import Table
+
+        from knockcam.cli.round import round_tables
+
+        console = Console()
+        for number, result in enumerate(game.history, start=1):
+            for renderable in round_tables(result, live.board, title=f"Round {number}"):
+                console.print(renderable)
+            console.print()
+        for o in overrides:
+            console.print(f"override in round {o['round']}: token {o['token'] + 1} ({o['side']}) "
+                          f"{o['before']} -> {o['after']} (evidence {o.get('evidence')})", markup=False)
+        state = "final" if game.over else f"after {game.round_number} of {game.rounds_total} rounds"
+        table = Table(title=f"Standings (W1, {state})", title_justify="left")
+        for header in ("Place", "Side", "Cash"):
+            table.add_column(header, justify="right" if header != "Side" else "left")
+        for s in standings:
+            table.add_row(str(s["place"]), s["side"], f"{s['cash']:,d}")
+        console.print(table)
+        if live.incomplete:
+            console.print(f"incomplete: {live.incomplete}", markup=False)
+    if mismatches:
+        raise KnockcamError("replay does not match the log: " + "; ".join(mismatches))
+    return 0

@@ -1,0 +1,129 @@
+"""What the table sees: a rich terminal scoreboard (always) and an optional overlay window (``--show``).
+
+Headless always works; the window needs an OpenCV build with a GUI and a display, and says so
+clearly when there is none.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from rich.console import Console
+from rich.table import Table
+
+from knockcam.board.layout import Board
+from knockcam.errors import KnockcamError
+
+SIDE_BGR = {"red": (40, 40, 220), "yellow": (30, 210, 250), "green": (60, 170, 40), "blue": (210, 110, 30)}
+SIDE_RICH = {"red": "red", "yellow": "yellow", "green": "green", "blue": "blue"}
+WINDOW = "knockcam live"
+
+
+def check_window() -> None:
+    """KnockcamError unless an OpenCV window can be opened here."""
+    from knockcam.calibrate.click import has_display
+
+    if not has_display():
+        raise KnockcamError("--show needs a display and an OpenCV build with a GUI (this one is headless or "
+                            "there is no $DISPLAY): run without --show; the terminal scoreboard still works")
+
+
+class Display:
+    """Terminal messages and scoreboards; with ``show`` an overlay window of the camera."""
+
+    def __init__(self, board: Board, *, console: Console | None = None, show: bool = False, quiet: bool = False):
+        self.board = board
+        self.console = console or Console(highlight=False)
+        self.show = show
+        self.quiet = quiet
+        if show:
+            check_window()
+
+    def message(self, text: str) -> None:
+        if not self.quiet:
+            self.console.print(text, markup=False)
+
+    def scoreboard(self, snapshot: dict, provisional=None) -> Table:
+        table = Table(title=f"Round {snapshot['round']} of {snapshot['rounds']} - {snapshot['phase']}"
+                            + (f" - next: {snapshot['expected']}" if snapshot.get("expected") else ""))
+        table.add_column("side")
+        table.add_column("slid", justify="right")
+        table.add_column("cash", justify="right")
+        table.add_column("this round (if it ended now)", justify="right")
+        for side in snapshot["order"]:
+            gain = "" if provisional is None else f"{provisional.delta[side]:+d}"
+            table.add_row(f"[{SIDE_RICH.get(side, 'white')}]{side}[/]", str(snapshot["slid"].get(side, 0)),
+                          f"M{snapshot['cash'][side]}", gain)
+        table.caption = f"Free Parking pot M{snapshot['pot']}"
+        return table
+
+    def status(self, snapshot: dict, provisional=None) -> None:
+        if not self.quiet:
+            self.console.print(self.scoreboard(snapshot, provisional))
+
+    def round_table(self, number: int, result: dict) -> None:
+        if self.quiet:
+            return
+        table = Table(title=f"Round {number} scored")
+        for col in ("side", "properties", "bonus", "house", "tax", "free parking", "round", "cash"):
+            table.add_column(col, justify="left" if col in ("side", "properties") else "right")
+        for side in result["order"]:
+            s = result["per_side"][side]
+            table.add_row(f"[{SIDE_RICH.get(side, 'white')}]{side}[/]", ", ".join(s["properties"]) or "-",
+                          str(s["set_bonus"]), str(s["house"]), str(-s["tax"]), str(s["free_parking"]),
+                          f"{s['delta']:+d}", f"M{s['cash_after']}")
+        table.caption = f"pot M{result['pot_after']}; next order {', '.join(result['next_order'])}"
+        self.console.print(table)
+
+    def standings(self, standings: list[dict]) -> None:
+        if self.quiet:
+            return
+        table = Table(title="Final standings (W1)")
+        table.add_column("place", justify="right")
+        table.add_column("side")
+        table.add_column("cash", justify="right")
+        for s in standings:
+            table.add_row(str(s["place"]), f"[{SIDE_RICH.get(s['side'], 'white')}]{s['side']}[/]", f"M{s['cash']}")
+        self.console.print(table)
+
+    # -- the overlay window -------------------------------------------------------------------------
+    def overlay(self, image: np.ndarray, calibration, snapshot: dict, note: str = "") -> np.ndarray:
+        """The frame with the board outline, the tracked tokens and their spaces, whose turn, the cash."""
+        import cv2
+
+        out = image.copy()
+        if calibration is not None:
+            w, length = self.board.size_mm
+            outline = calibration.mm_to_px([(0, 0), (w, 0), (w, length), (0, length)])
+            cv2.polylines(out, [np.round(outline).astype(np.int32)], True, (255, 255, 255), 2, cv2.LINE_AA)
+            for t in snapshot["tokens"]:
+                if t["state"] != "board":
+                    continue
+                p = calibration.mm_to_px([t["xy_mm"]])[0]
+                c = (int(round(p[0])), int(round(p[1])))
+                cv2.circle(out, c, 9, SIDE_BGR.get(t["side"], (255, 255, 255)), 2, cv2.LINE_AA)
+                cv2.putText(out, str(t["space"] or "-"), (c[0] + 10, c[1]), cv2.FONT_HERSHEY_SIMPLEX, 0.4,
+                            (255, 255, 255), 1, cv2.LINE_AA)
+        head = f"round {snapshot['round']}/{snapshot['rounds']} {snapshot['phase']}"
+        if snapshot.get("expected"):
+            head += f"  next: {snapshot['expected']}"
+        cash = "  ".join(f"{s} M{snapshot['cash'][s]}" for s in snapshot["order"]) + f"  pot M{snapshot['pot']}"
+        for i, text in enumerate((head, cash, note)):
+            if text:
+                cv2.putText(out, text, (10, 24 + 22 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 3, cv2.LINE_AA)
+                cv2.putText(out, text, (10, 24 + 22 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1,
+                            cv2.LINE_AA)
+        return out
+
+    def frame(self, image: np.ndarray, calibration, snapshot: dict, note: str = "") -> None:
+        if not self.show:
+            return
+        import cv2
+
+        cv2.imshow(WINDOW, self.overlay(image, calibration, snapshot, note))
+        cv2.waitKey(1)
+
+    def close(self) -> None:
+        if self.show:
+            import cv2
+
+            cv2.destroyWindow(WINDOW)

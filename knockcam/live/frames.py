@@ -1,0 +1,215 @@
+"""Where frames come from: a camera, a video file or a list of frames, with camera trouble reported.
+
+A source yields ``Frame`` (an image with its index and time) or ``Trouble`` (the camera was lost,
+froze, or came back). A live camera that stops answering or repeats one frame for too long pauses
+the game; a video file simply ends.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.errors import KnockcamError
+
+LOST, FROZEN, BACK = "lost", "frozen", "back"
+
+
+@dataclass(frozen=True)
+class Frame:
+    """One camera frame: its number in the stream, its time in seconds and the BGR image."""
+
+    index: int
+    t: float
+    image: np.ndarray
+
+
+@dataclass(frozen=True)
+class Trouble:
+    """A change in the camera's health: ``lost``, ``frozen`` or ``back``, with a message for the table."""
+
+    kind: str
+    t: float
+    message: str
+
+
+def _signature(image: np.ndarray) -> bytes:
+    """A cheap fingerprint of a frame: every 16th pixel. Identical fingerprints for long = frozen."""
+    return np.ascontiguousarray(image[::16, ::16]).tobytes()
+
+
+class FreezeWatch:
+    """Says when a live source has repeated the same frame for ``frozen_s`` seconds, and when it moves again."""
+
+    def __init__(self, frozen_s: float):
+        self.frozen_s = float(frozen_s)
+        self.last: bytes | None = None
+        self.since = 0.0
+        self.frozen = False
+
+    def update(self, image: np.ndarray, t: float) -> Trouble | None:
+        sig = _signature(image)
+        if sig != self.last:
+            self.last, self.since = sig, t
+            if self.frozen:
+                self.frozen = False
+                return Trouble(BACK, t, "camera picture moving again: game resumed")
+            return None
+        if not self.frozen and t - self.since >= self.frozen_s:
+            self.frozen = True
+            return Trouble(FROZEN, t, f"camera picture frozen for {self.frozen_s:g} s: game paused "
+                                      "(check the cable or the camera app; it resumes by itself)")
+        return None
+
+
+class CaptureSource:
+    """Frames from anything with OpenCV's ``read() -> (ok, image)``: a camera, or a fake one in tests.
+
+    ``open`` makes a new capture (None when it cannot); failed reads pause the game and the capture
+    is reopened every ``reconnect_s`` until frames return. ``live`` sources are also watched for
+    freezing; a file source (``live=False``) ends at the first failed read.
+    """
+
+    def __init__(self, open_capture: Callable[[], object | None], *, live: bool, fps: float | None = None,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
+                 start_index: int = 0, name: str = "camera", max_wait_s: float | None = None):
+        cfg = settings.load("live")["camera"]
+        self.open_capture = open_capture
+        self.live = live
+        self.fps = fps
+        self.clock = clock
+        self.sleep = sleep
+        self.name = name
+        self.reconnect_s = float(cfg["reconnect_s"])
+        self.lost_reads = int(cfg["lost_reads"])
+        self.freeze = FreezeWatch(float(cfg["frozen_s"])) if live else None
+        self.index = start_index
+        self.max_wait_s = max_wait_s  # live: give up after this long without frames (None: wait for ever)
+        self.capture = open_capture()
+        if self.capture is None:
+            raise KnockcamError(f"cannot open {name}: check the --camera number or the --video path")
+        self.t0 = clock()
+
+    def _time(self) -> float:
+        if self.fps:
+            return self.index / self.fps
+        return self.clock() - self.t0
+
+    def __iter__(self) -> Iterator[Frame | Trouble]:
+        failures = 0
+        lost_since: float | None = None
+        while True:
+            ok, image = (False, None) if self.capture is None else self.capture.read()
+            if ok and image is not None:
+                failures = 0
+                if lost_since is not None:
+                    lost_since = None
+                    yield Trouble(BACK, self._time(), f"{self.name} is back: game resumed")
+                t = self._time()
+                if self.freeze is not None:
+                    trouble = self.freeze.update(image, self.clock() - self.t0)
+                    if trouble is not None:
+                        yield trouble
+                    if self.freeze.frozen:
+                        self.index += 1
+                        continue
+                frame = Frame(self.index, t, image)
+                self.index += 1
+                yield frame
+                continue
+            if not self.live:
+                return
+            failures += 1
+            if failures < self.lost_reads:
+                continue
+            now = self.clock()
+            if lost_since is None:
+                lost_since = now
+                yield Trouble(LOST, self._time(), f"{self.name} disconnected: game paused; plug it back in "
+                                                  "(nothing is lost, it resumes when frames return)")
+            if self.max_wait_s is not None and now - lost_since > self.max_wait_s:
+                raise KnockcamError(f"{self.name} gone for {self.max_wait_s:g} s: stopped; "
+                                    "resume later with 'knockcam live --resume LOG'")
+            self.sleep(self.reconnect_s)
+            self._reopen()
+
+    def _reopen(self) -> None:
+        try:
+            if self.capture is not None and hasattr(self.capture, "release"):
+                self.capture.release()
+        except Exception:  # a dead device may fail to release: we open a new one anyway
+            pass
+        self.capture = self.open_capture()
+
+    def close(self) -> None:
+        if self.capture is not None and hasattr(self.capture, "release"):
+            self.capture.release()
+
+
+def camera_source(index: int, **kw) -> CaptureSource:
+    """A live webcam by OpenCV index."""
+    import cv2
+
+    def open_capture():
+        cap = cv2.VideoCapture(int(index))
+        if not cap.isOpened():
+            return None
+        cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue
+        return cap
+
+    return CaptureSource(open_capture, live=True, name=f"camera {index}", **kw)
+
+
+def video_source(path: str, start_index: int = 0) -> CaptureSource:
+    """A video file played frame by frame (time = frame number / its fps), from ``start_index``."""
+    import cv2
+
+    from pathlib import Path
+
+    if not Path(path).is_file():
+        raise KnockcamError(f"video file not found: {path}")
+
+    def open_capture():
+        cap = cv2.VideoCapture(str(path))
+        if not cap.isOpened():
+            return None
+        if start_index:
+            cap.set(cv2.CAP_PROP_POS_FRAMES, float(start_index))
+            if int(round(cap.get(cv2.CAP_PROP_POS_FRAMES))) != start_index:  # no seeking: read up to it
+                cap.set(cv2.CAP_PROP_POS_FRAMES, 0.0)
+                for _ in range(start_index):
+                    if not cap.grab():
+                        break
+        return cap
+
+    cap = open_capture()
+    if cap is None:
+        raise KnockcamError(f"cannot read video {path}: not a video OpenCV can decode")
+    fps = float(cap.get(cv2.CAP_PROP_FPS)) or 30.0
+    cap.release()
+    return CaptureSource(open_capture, live=False, fps=fps, start_index=start_index, name=f"video {path}")
+
+
+class ListCapture:
+    """A fake capture over a list: images, or None for a failed read (a camera unplugged for a moment)."""
+
+    def __init__(self, frames: Sequence[np.ndarray | None]):
+        self.frames = list(frames)
+        self.pos = 0
+
+    def read(self):
+        if self.pos >= len(self.frames):
+            return False, None
+        image = self.frames[self.pos]
+        self.pos += 1
+        return image is not None, image
+
+
+def list_source(frames: Sequence[np.ndarray], fps: float = 30.0, start_index: int = 0) -> CaptureSource:
+    """Frames held in memory, played like a video file at ``fps`` (tests, benchmarks)."""
+    capture = ListCapture(frames[start_index:])
+    return CaptureSource(lambda: capture, live=False, fps=fps, start_index=start_index, name="frame list")

@@ -1,0 +1,132 @@
+"""The game log: one JSON object per line, appended and flushed to disk (fsync) before anything is acted on.
+
+A game is rebuilt from its log by feeding its ``observation`` lines (what the camera saw when the
+board was still) and ``answer`` lines (what the players said) to a fresh tracker, in order; every
+other line (slides, jail, round scores, camera trouble) is a record for people. Evidence frames are
+JPEG files in ``LOG.d/`` next to the log.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from knockcam.errors import KnockcamError
+
+FORMAT = 1
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class GameLog:
+    """Append-only JSON-lines file. ``append`` returns only once the line is on disk."""
+
+    def __init__(self, path: str | Path, *, fsync: bool = True):
+        self.path = Path(path)
+        self.fsync = fsync
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        _drop_torn_tail(self.path)
+        self.seq = len(read_log(self.path)) if self.path.exists() else 0
+        self.handle = open(self.path, "a", encoding="utf-8")
+
+    @property
+    def evidence_dir(self) -> Path:
+        d = self.path.with_name(self.path.name + ".d")
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+    def append(self, kind: str, **data: Any) -> dict:
+        entry = {"seq": self.seq, "t": _now(), "kind": kind, **data}
+        line = json.dumps(entry, separators=(",", ":"), default=_jsonable)
+        self.handle.write(line + "\n")
+        self.handle.flush()
+        if self.fsync:
+            os.fsync(self.handle.fileno())
+        self.seq += 1
+        return entry
+
+    def save_frame(self, name: str, image, quality: int = 85) -> str:
+        """Write an evidence frame atomically; returns its path relative to the log's folder."""
+        import cv2
+
+        ok, buf = cv2.imencode(".jpg", image, [int(cv2.IMWRITE_JPEG_QUALITY), int(quality)])
+        if not ok:
+            raise KnockcamError(f"cannot encode evidence frame {name}")
+        return self.save_bytes(name, buf.tobytes())
+
+    def frame_name(self, name: str) -> str:
+        """The path (relative to the log's folder) that ``save_frame(name, ...)`` writes."""
+        return str((self.evidence_dir / name).relative_to(self.path.parent))
+
+    def save_bytes(self, name: str, data: bytes) -> str:
+        path = self.evidence_dir / name
+        tmp = path.with_name(f".{path.name}.tmp")
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if self.fsync:
+                os.fsync(f.fileno())
+        tmp.replace(path)
+        return str(path.relative_to(self.path.parent))
+
+    def close(self) -> None:
+        self.handle.close()
+
+
+def _jsonable(value: Any):
+    try:
+        import numpy as np
+
+        if isinstance(value, np.generic):
+            return value.item()
+        if isinstance(value, np.ndarray):
+            return value.tolist()
+    except ImportError:  # pragma: no cover - numpy is a dependency
+        pass
+    if isinstance(value, (tuple, set)):
+        return list(value)
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """A crash mid-write can leave a last line without its newline: it was never acted on, drop it."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if not data or data.endswith(b"\n"):
+        return
+    cut = data.rfind(b"\n") + 1
+    with open(path, "r+b") as f:
+        f.truncate(cut)
+
+
+def read_log(path: str | Path) -> list[dict]:
+    """Every complete line of a game log; a torn last line (crash mid-write) is ignored."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KnockcamError(f"game log not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnockcamError(f"cannot read game log {path}: {exc}") from None
+    lines = text.split("\n")
+    complete = lines[:-1]  # whatever follows the last newline is torn or empty
+    entries = []
+    for number, line in enumerate(complete, start=1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except json.JSONDecodeError:
+            raise KnockcamError(f"{path}: line {number} is not JSON: the log is damaged") from None
+        if not isinstance(entry, dict) or "kind" not in entry:
+            raise KnockcamError(f"{path}: line {number} is not a game-log entry")
+        entries.append(entry)
+    if entries and entries[0].get("kind") != "start":
+        raise KnockcamError(f"{path}: not a knockcam game log (it must begin with a 'start' line)")
+    return entries

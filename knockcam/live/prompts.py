@@ -1,0 +1,213 @@
+"""Questions to the table: a terminal prompter for game night and a scripted one for tests and replays.
+
+Every question has a stable ``key`` (``r2:jail:red:1`` = round 2, the first jail question to red),
+a default for Enter, and a ``check`` that turns an answer into its normal form or says what is
+wrong with it. Scripted answers can be given by key (a mapping) or in order (a list).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterable, Protocol
+
+import yaml
+
+from knockcam.errors import KnockcamError
+
+YES = ("y", "yes", "o", "oui", "1", "true")
+NO = ("n", "no", "non", "0", "false")
+
+
+def yes_no(answer: str) -> str:
+    """'yes' or 'no' from the usual spellings; ValueError otherwise."""
+    a = answer.strip().lower()
+    if a in YES:
+        return "yes"
+    if a in NO:
+        return "no"
+    raise ValueError("answer yes or no")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question: ``key`` (stable id), the text, the default for an empty answer, and its checker."""
+
+    key: str
+    text: str
+    default: str | None = None
+    check: Callable[[str], str] = field(default=lambda a: a.strip(), compare=False, repr=False)
+    timeout_s: float | None = None  # a terminal takes the default after this long (a question that may be moot)
+
+    def normal(self, answer: str) -> str:
+        """The answer in normal form (the default for an empty one); ValueError with a reason if invalid."""
+        answer = "" if answer is None else str(answer)
+        if not answer.strip():
+            if self.default is None:
+                raise ValueError("an answer is needed")
+            answer = self.default
+        return self.check(answer)
+
+
+class Prompter(Protocol):
+    def ask(self, question: Question) -> str: ...
+
+    def tell(self, message: str) -> None: ...
+
+
+class TerminalPrompter:
+    """Asks on the terminal (Enter takes the default) and repeats the question after a bad answer."""
+
+    def __init__(self, stdin=None, stdout=None, *, pollable: bool | None = None):
+        self.stdin = stdin or sys.stdin
+        self.stdout = stdout or sys.stdout
+        # typing a line at any time asks for a review: only on an interactive terminal
+        self._pollable = pollable if pollable is not None else bool(getattr(self.stdin, "isatty", lambda: False)())
+
+    def tell(self, message: str) -> None:
+        print(message, file=self.stdout, flush=True)
+
+    def ask(self, question: Question) -> str:
+        hint = f" [{question.default}]" if question.default else ""
+        if question.timeout_s and question.default is not None:
+            hint = f" [{question.default} in {question.timeout_s:g} s]"
+        while True:
+            print(f"? {question.text}{hint} ", end="", file=self.stdout, flush=True)
+            if question.timeout_s and question.default is not None and not self._ready(question.timeout_s):
+                print(f"(no answer: {question.default})", file=self.stdout, flush=True)
+                return question.normal(question.default)
+            line = self.stdin.readline()
+            if line == "":
+                raise KnockcamError(f"no answer to '{question.text}' (input closed): resume later with "
+                                    "'knockcam live --resume LOG'")
+            try:
+                return question.normal(line)
+            except ValueError as exc:
+                print(f"  {exc}", file=self.stdout, flush=True)
+
+
+    def poll(self) -> bool:
+        """True when a player typed a line between questions (Enter or 'fix'): they dispute something."""
+        if not self._pollable or not self._ready(0.0):
+            return False
+        line = self.stdin.readline()
+        return line != ""
+
+    def _ready(self, timeout_s: float) -> bool:
+        """True when a line can be read within ``timeout_s`` (always True where stdin cannot be polled)."""
+        import select
+
+        try:
+            fd = self.stdin.fileno()
+        except (AttributeError, OSError, ValueError):
+            return True
+        try:
+            ready, _, _ = select.select([fd], [], [], timeout_s)
+        except (OSError, ValueError):
+            return True
+        return bool(ready)
+
+
+class ScriptedPrompter:
+    """Answers from a script: a mapping key -> answer (or list of answers for a repeated key), or a list
+    taken in order. A question the script does not answer gets its default; messages are kept in ``told``."""
+
+    def __init__(self, answers: dict | list | None = None, *, skip: int = 0, echo=None):
+        self.by_key: dict[str, deque] = {}
+        self.in_order: deque = deque()
+        if isinstance(answers, dict):
+            for key, value in answers.items():
+                values = value if isinstance(value, list) else [value]
+                self.by_key[str(key)] = deque(str(v) for v in values)
+        elif answers is not None:
+            self.in_order = deque(str(v) for v in list(answers)[skip:])
+        self.told: list[str] = []
+        self.asked: list[tuple[str, str]] = []
+        self.echo = echo
+
+    def tell(self, message: str) -> None:
+        self.told.append(message)
+        if self.echo is not None:
+            print(message, file=self.echo, flush=True)
+
+    def ask(self, question: Question) -> str:
+        if question.key in self.by_key and self.by_key[question.key]:
+            raw = self.by_key[question.key].popleft()
+        elif self.in_order:
+            raw = self.in_order.popleft()
+        else:
+            raw = ""
+        try:
+            answer = question.normal(raw)
+        except ValueError as exc:
+            raise KnockcamError(f"scripted answer {raw!r} to {question.key} ({question.text}): {exc}") from None
+        self.asked.append((question.key, answer))
+        if self.echo is not None:
+            print(f"? {question.text} -> {answer}", file=self.echo, flush=True)
+        return answer
+
+
+def load_answers(path: str | Path) -> dict | list:
+    """An answers file (JSON or YAML): a mapping question key -> answer, or a list of answers in order."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KnockcamError(f"answers file not found: {path}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KnockcamError(f"cannot read answers file {path}: {exc}") from None
+    try:
+        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise KnockcamError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: "
+                            f"{' '.join(str(exc).split())[:120]}") from None
+    if data is None:
+        return []
+    if not isinstance(data, (dict, list)):
+        raise KnockcamError(f"{path}: answers must be a mapping (question key -> answer) or a list in order")
+    return data
+
+
+class ReplayPrompter:
+    """Answers already in the game log, in order, then hands over to ``live`` (None: stop there)."""
+
+    def __init__(self, logged: Iterable[tuple[str, str]], live: Prompter | None, before_live=None, after_live=None):
+        self.logged = deque(logged)
+        self.live = live
+        self.before_live = before_live  # called with the question before a live ask (to log it)
+        self.after_live = after_live  # called with (question, answer) before the answer is acted on
+
+    @property
+    def exhausted(self) -> bool:
+        return not self.logged
+
+    def tell(self, message: str) -> None:
+        if not self.logged and self.live is not None:
+            self.live.tell(message)
+
+    def ask(self, question: Question) -> str:
+        if self.logged:
+            key, answer = self.logged.popleft()
+            if key != question.key:
+                raise KnockcamError(f"game log does not match the game: it answers {key} where the game asks "
+                                    f"{question.key}; was it written by another knockcam version?")
+            return answer
+        if self.live is None:
+            raise NeedAnswer(question)
+        if self.before_live is not None:
+            self.before_live(question)
+        answer = self.live.ask(question)
+        if self.after_live is not None:
+            self.after_live(question, answer)
+        return answer
+
+
+class NeedAnswer(Exception):
+    """Replaying a log that ends at an unanswered question."""
+
+    def __init__(self, question: Question):
+        super().__init__(question.key)
+        self.question = question

@@ -1,0 +1,371 @@
+"""A live game: the frame loop (motion gate -> still -> detect -> tracker), its log, resume and replay.
+
+Everything the players decide and everything the camera saw at rest is appended to the game log
+(and on disk) before the game acts on it; a game is rebuilt by feeding the logged observations and
+answers to a fresh tracker, so ``--resume`` after a crash continues exactly where the log ends.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board, load_board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.errors import KnockcamError
+from knockcam.live.frames import Frame, Trouble
+from knockcam.live.log import GameLog, read_log
+from knockcam.live.motion import MotionGate
+from knockcam.live.prompts import NeedAnswer, ReplayPrompter
+from knockcam.live.tracker import Observation, Tracker
+from knockcam.rules import Game
+
+Detector = Callable[[Frame], tuple]
+
+
+@dataclass
+class RunStats:
+    """What one run of the loop did: frames through it, stills detected, time, and latencies (seconds)."""
+
+    frames: int = 0
+    observations: int = 0
+    wall_s: float = 0.0
+    gate_s: float = 0.0  # time in the motion gate alone
+    latencies: list[float] = field(default_factory=list)  # board still -> updated score
+    latencies_cpu: list[float] = field(default_factory=list)  # the same in this process's CPU seconds
+    detect_s: list[float] = field(default_factory=list)
+    troubles: list[str] = field(default_factory=list)
+
+    @property
+    def fps(self) -> float:
+        return self.frames / self.wall_s if self.wall_s > 0 else 0.0
+
+
+def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side: int, reslide_off_board: str,
+            review: str, source: dict, calibration: Calibration | None = None,
+            reference: np.ndarray | None = None, fsync: bool = True) -> GameLog:
+    """Start a game log (refusing to overwrite one): its 'start' line, and the calibration and reference if given."""
+    path = Path(path)
+    if path.exists() and path.stat().st_size > 0:
+        raise KnockcamError(f"game log {path} already exists: continue it with --resume {path}, or give a new --log")
+    log = GameLog(path, fsync=fsync)
+    log.append("start", format=1, order=list(order), board=board_path, tokens_per_side=int(tokens_per_side),
+               reslide_off_board=reslide_off_board, review=review, source=source)
+    if calibration is not None:
+        log_calibration(log, calibration, None)
+    if reference is not None:
+        log_reference(log, reference)
+    return log
+
+
+def log_calibration(log: GameLog, calibration: Calibration, board: Board | None, note: str = "given") -> None:
+    name = f"calibration-{log.seq:05d}.yaml"
+    path = log.evidence_dir / name
+    calibration.save(path, board.size_mm if board is not None else None)
+    log.append("calibration", path=str(path.relative_to(log.path.parent)), method=calibration.method, note=note)
+
+
+def log_reference(log: GameLog, image: np.ndarray, note: str = "empty board") -> None:
+    import cv2
+
+    ok, buf = cv2.imencode(".png", image)
+    if not ok:
+        raise KnockcamError("cannot encode the reference frame")
+    rel = log.save_bytes(f"reference-{log.seq:05d}.png", buf.tobytes())
+    log.append("reference", path=rel, note=note)
+
+
+class LiveGame:
+    """A game rebuilt from its log, ready to go on with frames (``run``) or to be reported (``replay``)."""
+
+    def __init__(self, log_path: str | Path, prompter, *, display=None, board: Board | None = None,
+                 live: bool = True, fsync: bool = True, model="auto"):
+        self.log_path = Path(log_path)
+        entries = read_log(self.log_path)
+        if not entries:
+            raise KnockcamError(f"{self.log_path}: empty game log")
+        start = entries[0]
+        self.start = start
+        self.board = board or load_board(start.get("board"))
+        self.game = Game(start["order"], self.board, reslide_off_board=start.get("reslide_off_board", "none"),
+                         where=str(self.log_path))
+        self.display = display
+        self.model = model
+        self.live_prompter = prompter
+        self.log = GameLog(self.log_path, fsync=fsync) if live else None
+        self.muted = True
+        answers = [(e["key"], e["answer"]) for e in entries if e["kind"] == "answer"]
+        self.replay = ReplayPrompter(answers, prompter if live else None, before_live=self._log_question,
+                                     after_live=self._log_answer)
+        self.tracker = Tracker(self.game, self.board, self, tokens_per_side=start.get("tokens_per_side"),
+                               review=start.get("review"), emit=self._emit)
+        self.events: list[tuple[str, dict]] = []
+        self.calibration: Calibration | None = None
+        self.reference: np.ndarray | None = None
+        self.last_frame = -1
+        self.incomplete: str | None = None
+        self._round_started = False
+        for e in entries:
+            kind = e["kind"]
+            if kind == "observation":
+                self.last_frame = max(self.last_frame, int(e.get("frame", -1)))
+                try:
+                    self.tracker.observe(Observation.from_dict(e))
+                except NeedAnswer as need:
+                    self.incomplete = f"the log ends at an unanswered question ({need.question.key})"
+                    break
+            elif kind == "request" and e.get("what") == "review":
+                self.tracker.request_review()
+            elif kind == "calibration":
+                self._cal_path = self.log_path.parent / e["path"]
+            elif kind == "reference":
+                self._ref_path = self.log_path.parent / e["path"]
+        self.muted = False
+        if hasattr(self, "_cal_path") and live:
+            self.calibration = Calibration.load(self._cal_path)
+        if hasattr(self, "_ref_path") and live:
+            import cv2
+
+            self.reference = cv2.imread(str(self._ref_path), cv2.IMREAD_COLOR)
+            if self.reference is None:
+                raise KnockcamError(f"cannot read the reference frame {self._ref_path} named in the log")
+
+    # -- the prompter the tracker talks to --------------------------------------------------------------
+    def ask(self, question) -> str:
+        return self.replay.ask(question)
+
+    def tell(self, message: str) -> None:
+        if not self.muted and self.live_prompter is not None:
+            self.live_prompter.tell(message)
+
+    def _log_question(self, question) -> None:
+        if self.log is not None:
+            self.log.append("question", key=question.key, text=question.text, default=question.default)
+
+    def _log_answer(self, question, answer: str) -> None:
+        if self.log is not None:
+            self.log.append("answer", key=question.key, answer=answer)
+
+    def _emit(self, kind: str, **data) -> None:
+        self.events.append((kind, data))
+        if kind == "round_start":
+            self._round_started = True
+        if self.muted:
+            return
+        if self.log is not None:
+            self.log.append(kind, **data)
+        if self.display is not None:
+            if kind == "round":
+                self.display.round_table(data["round"], data["result"])
+            elif kind == "standings":
+                self.display.standings(data["standings"])
+
+    # -- the frame loop -------------------------------------------------------------------------------
+    def run(self, source, *, detector_factory: Callable[..., Detector] | None = None,
+            max_frames: int | None = None, crash_after: int | None = None,
+            clock: Callable[[], float] = time.perf_counter) -> RunStats:
+        """Go on with the game on these frames until it is over or the frames end."""
+        if self.log is None:
+            raise KnockcamError("this game was opened for replay only")
+        cfg = settings.load("live")
+        quality = int(cfg["evidence"]["jpeg_quality"])
+        factory = detector_factory or (lambda cal, ref: _default_detector(self.board, cal, ref, self.model))
+        stats = RunStats()
+        gate = detector = watch = None
+        paused_for_camera = False
+        poll = getattr(self.live_prompter, "poll", None)
+        start = clock()
+        for item in source:
+            if isinstance(item, Trouble):
+                stats.troubles.append(item.kind)
+                self.log.append("camera", trouble=item.kind, message=item.message)
+                self.tell(item.message)
+                if gate is not None:
+                    gate.prev = None  # the first frame back is not "motion"
+                continue
+            frame: Frame = item
+            if max_frames is not None and stats.frames >= max_frames:
+                break
+            stats.frames += 1
+            if poll is not None and poll():  # a player typed something: a dispute, review before scoring
+                self.log.append("request", what="review")
+                self.tracker.request_review()
+            if self.calibration is None:
+                self.calibration = self._auto_calibrate(frame.image)
+            if gate is None:
+                gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
+            g0 = clock()
+            state = gate.update(frame.image, frame.t)
+            stats.gate_s += clock() - g0
+            if self.display is not None and self.display.show:
+                self.display.frame(frame.image, self.calibration, self.tracker.snapshot())
+            if not state.settled:
+                continue
+            t_still, cpu_still = clock(), time.process_time()
+            fresh_reference = self.reference is None
+            if self.reference is None:
+                self.reference = frame.image.copy()
+                log_reference(self.log, self.reference, "first still frame: the empty board")
+                self.tell("Empty-board reference frame taken")
+            if watch is None and cfg["camera"]["moved_check"]:
+                watch = self._watch(self.reference)
+            if watch is not None and gate.rim_change(frame.image, self.reference, self.calibration, self.board) \
+                    > float(cfg["camera"]["moved_trigger"]):
+                moved = watch.check(frame.image)
+                if moved.moved and not np.isfinite(moved.shift_mm):
+                    if not paused_for_camera:
+                        self.log.append("camera", trouble="moved", message=moved.note)
+                        self.tell(f"camera moved: {moved.note}; game paused until the board is found again")
+                    paused_for_camera = True
+                    gate.detected()
+                    continue
+                if moved.moved:
+                    self._moved(moved, frame)
+                    gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
+                    gate.update(frame.image, frame.t)
+                    watch = self._watch(self.reference)
+                    detector = None
+                paused_for_camera = False
+            if detector is None:
+                detector = factory(self.calibration, self.reference)
+            d0 = clock()
+            seen = tuple(detector(frame))
+            if self._implausible(seen) and self._bumped(frame, float(cfg["camera"]["bump_px"])):
+                watch = self._watch(self.reference)  # a bump: re-registered, detect again
+                detector = factory(self.calibration, self.reference)
+                gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
+                gate.update(frame.image, frame.t)
+                seen = tuple(detector(frame))
+            stats.detect_s.append(clock() - d0)
+            evidence = self.log.frame_name(f"frame-{frame.index:06d}.jpg")
+            obs = Observation(seen=seen, frame=frame.index, t=frame.t, launched=state.launched, evidence=evidence)
+            self.log.append("observation", **obs.to_dict())
+            stats.observations += 1
+            if crash_after is not None and stats.observations >= crash_after:
+                os._exit(137)  # a simulated kill: nothing after the fsynced log line survives
+            self._round_started = False
+            self.tracker.observe(obs)
+            gate.detected()
+            provisional = self.tracker.provisional()
+            stats.latencies.append(clock() - t_still)
+            stats.latencies_cpu.append(time.process_time() - cpu_still)
+            self.log.save_frame(f"frame-{frame.index:06d}.jpg", frame.image, quality)  # the evidence, after the score
+            self.last_frame = frame.index
+            if self._round_started and not seen and not fresh_reference:
+                self.reference = frame.image.copy()  # the board is clear: refresh the reference (light drifts)
+                log_reference(self.log, self.reference, f"round {self.tracker.round} start: the empty board")
+                watch = None
+                detector = None
+            if self.display is not None:
+                self.display.status(self.tracker.snapshot(), provisional)
+            if self.tracker.phase == "over":
+                break
+        stats.wall_s = clock() - start
+        return stats
+
+    def _auto_calibrate(self, image: np.ndarray) -> Calibration:
+        from knockcam.calibrate.auto import calibrate_auto
+
+        try:
+            cal = calibrate_auto(image, self.board)
+        except KnockcamError as exc:
+            raise KnockcamError(f"no --calibration given and automatic calibration failed ({exc}); run "
+                                "'knockcam calibrate' and give --calibration") from None
+        log_calibration(self.log, cal, self.board, "automatic, first frame")
+        self.tell(f"calibrated automatically (error {cal.error_mm or 0:.1f} mm)")
+        return cal
+
+    def _watch(self, reference: np.ndarray):
+        from knockcam.calibrate.motion import CameraWatch
+
+        return CameraWatch(reference, self.calibration, self.board)
+
+    def _moved(self, moved, frame: Frame) -> None:
+        """Re-register after a camera move found by features (knockcam.calibrate.motion), refined to sub-pixel."""
+        g = moved.calibration.homography @ np.linalg.inv(self.calibration.homography)
+        g = refine_shift(self.reference, frame.image, g / g[2, 2])
+        self._reregister(g, frame, moved.note, float(moved.shift_mm), moved.calibration)
+
+    def _reregister(self, g: np.ndarray, frame: Frame, note: str, shift_mm: float, base: Calibration | None = None) -> None:
+        """The new calibration (``g`` after the old one) and the reference frame carried into the new view."""
+        import cv2
+
+        h, w = frame.image.shape[:2]
+        warped = cv2.warpPerspective(self.reference, g, (w, h), flags=cv2.INTER_LINEAR,
+                                     borderMode=cv2.BORDER_REPLICATE)
+        hom = g @ self.calibration.homography
+        base = base or self.calibration
+        method = base.method if base.method.endswith("+tracked") else base.method + "+tracked"
+        self.calibration = replace(base, homography=hom / hom[2, 2], method=method)
+        log_calibration(self.log, self.calibration, self.board, note)
+        self.reference = warped
+        log_reference(self.log, warped, "carried over after the camera moved")
+        self.log.append("camera", trouble="moved", message=note, shift_mm=round(shift_mm, 2))
+        self.tell(note)
+
+    def _implausible(self, seen) -> bool:
+        """More tokens on the board than the game can explain (those followed plus one slide): phantoms of a
+        camera bumped by a pixel, which the reference-frame detector sees at every printed edge."""
+        on_board = sum(1 for s in seen if s.state != "off_board")
+        known = sum(1 for t in self.tracker.tokens if t.state == "board" or t.parked)
+        if self.tracker.phase == "over":
+            return False
+        return on_board > known + 1
+
+    def _bumped(self, frame: Frame, min_px: float) -> bool:
+        """Sub-pixel registration of this frame on the reference (ECC); re-register if it moved ``min_px``."""
+        g = refine_shift(self.reference, frame.image, np.eye(3))
+        w, length = self.board.size_mm
+        corners = self.calibration.mm_to_px([(0, 0), (w, 0), (w, length), (0, length)])
+        moved = cv2_transform(corners, g)
+        shift_px = float(np.abs(moved - corners).max())
+        if shift_px < min_px:
+            return False
+        before = self.calibration
+        mm = before.px_to_mm(moved)
+        shift_mm = float(np.linalg.norm(mm - np.array([(0, 0), (w, 0), (w, length), (0, length)]), axis=1).max())
+        self._reregister(g, frame, f"camera bumped {shift_px:.1f} px ({shift_mm:.1f} mm at the board corners): "
+                                   "re-registered", shift_mm)
+        return True
+
+
+def cv2_transform(points: np.ndarray, h: np.ndarray) -> np.ndarray:
+    import cv2
+
+    return cv2.perspectiveTransform(np.asarray(points, np.float64).reshape(-1, 1, 2), h).reshape(-1, 2)
+
+
+def refine_shift(reference: np.ndarray, image: np.ndarray, g: np.ndarray) -> np.ndarray:
+    """Sub-pixel refinement (ECC) of the reference -> image homography found from features: the
+    reference-frame detector compares the two pixel by pixel, so a tenth of a pixel shows at printed edges."""
+    import cv2
+
+    a = cv2.cvtColor(reference, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    b = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    warp = np.linalg.inv(g).astype(np.float32)
+    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 50, 1e-5)
+    try:
+        _, warp = cv2.findTransformECC(b, a, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5)
+    except cv2.error:  # no convergence: keep the feature estimate
+        return g
+    out = np.linalg.inv(warp.astype(np.float64))
+    if not np.isfinite(out).all() or np.abs(out / out[2, 2] - g).max() > 5.0:
+        return g
+    return out / out[2, 2]
+
+
+def _default_detector(board: Board, calibration: Calibration, reference, model) -> Detector:
+    from knockcam.live.vision import StillDetector
+
+    return StillDetector(board, calibration, reference, model)
+
+
+def replay(log_path: str | Path) -> LiveGame:
+    """Rebuild a game from its log alone (no camera, no questions): for ``knockcam replay``."""
+    return LiveGame(log_path, None, live=False)

@@ -1,0 +1,31 @@
+"""One still frame -> the tokens at rest (``Seen``): the detectors (knockcam.detect) then the spaces (knockcam.assign).
+
+The live mode has an empty-board frame of the very camera in use (taken when the board is clear), so
+the reference-frame detector always runs; the learned model joins in when its weights exist.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.live.frames import Frame
+from knockcam.live.tracker import Seen, seen_from_positions
+
+
+class StillDetector:
+    """Callable ``Frame -> tuple[Seen]`` for one calibration and one empty-board reference frame."""
+
+    def __init__(self, board: Board, calibration: Calibration, reference: np.ndarray | None, model="auto"):
+        self.board = board
+        self.calibration = calibration
+        self.reference = reference
+        self.model = model
+
+    def __call__(self, frame: Frame) -> tuple[Seen, ...]:
+        from knockcam.assign import assign
+        from knockcam.detect import detect_tokens
+
+        tokens = detect_tokens(frame.image, self.calibration, self.board, reference=self.reference, model=self.model)
+        return seen_from_positions(assign(tokens, self.board))

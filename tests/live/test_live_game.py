@@ -1,0 +1,169 @@
+"""A whole game end to end on a synthetic video: several rounds, jail, Chance, Railroad, knock-offs;
+then a kill in the middle and --resume finishing the same game; then knockcam replay."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from knockcam.cli import main
+from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, oracle_detector
+from knockcam.live.display import Display
+from knockcam.live.frames import list_source
+from knockcam.live.log import read_log
+from knockcam.live.prompts import ScriptedPrompter
+from knockcam.live.session import LiveGame, new_log
+
+
+def _standings(game):
+    return [s.to_dict() for s in game.standings()]
+
+
+def _start(path, demo, review="ambiguous"):
+    new_log(path, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
+            review=review, source={"frames": "memory"}, calibration=demo.calibration, reference=demo.empty,
+            fsync=False).close()
+
+
+def test_whole_game_with_the_real_detector_ends_with_the_engines_standings(demo, board, tmp_path):
+    log = tmp_path / "game.jsonl"
+    _start(log, demo)
+    prompter = ScriptedPrompter(dict(DEMO_ANSWERS))
+    live = LiveGame(log, prompter, display=Display(board, quiet=True), fsync=False, model=None)
+    stats = live.run(list_source(demo.frames, demo.fps))
+    expected = demo_expected(board)
+    assert live.tracker.phase == "over"
+    assert _standings(live.game) == _standings(expected)
+    assert [dict(r.cash) for r in live.game.history] == [dict(r.cash) for r in expected.history]
+    # the players were asked exactly the two real choices of this game
+    assert [key for key, _ in prompter.asked] == ["r1:railroad:blue:1", "r2:jail:blue:1"]
+    # motion gating: one detection per still spell that changed: the lead-in and every step but the
+    # hand passing over the board (which changed nothing)
+    assert stats.observations == len(demo.marks) - 1
+    kinds = [e["kind"] for e in read_log(log)]
+    assert kinds.count("round") == 2 and kinds[-1] == "standings"
+    assert kinds.count("knock") >= 2 and "jail" in kinds and "railroad" in kinds and "reslide" in kinds
+
+
+def test_oracle_game_logs_evidence_frames_for_each_round(demo, board, tmp_path):
+    log = tmp_path / "game.jsonl"
+    _start(log, demo)
+    live = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False)
+    oracle = oracle_detector(demo, board)
+    live.run(list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
+    rounds = [e for e in read_log(log) if e["kind"] == "round"]
+    assert len(rounds) == 2
+    for r in rounds:
+        assert (tmp_path / r["evidence"]).is_file()
+
+
+def _cli(args):
+    """Run knockcam in a subprocess (a kill must really kill a process)."""
+    return subprocess.run([sys.executable, "-c", "import sys; from knockcam.cli import main; sys.exit(main(sys.argv[1:]))", *args], capture_output=True, text=True,
+                          timeout=120, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def test_kill_in_the_middle_then_resume_finishes_the_same_game(demo_files, board, tmp_path, capsys):
+    f = demo_files
+    common = ["--answers", str(f["answers"]), "--quiet", "--json", "--no-model"]
+    log = tmp_path / "killed.jsonl"
+    # no --reference: the first still frame of the video is the empty-board reference, as at a real table
+    killed = _cli(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue", "--tokens", "2", "--log", str(log),
+                   "--crash-after", "8", *common])
+    assert killed.returncode == 137, killed.stderr
+    before = read_log(log)
+    assert sum(e["kind"] == "observation" for e in before) == 8
+    assert sum(e["kind"] == "round" for e in before) == 1  # killed during round 2
+
+    assert main(["live", "--resume", str(log), *common]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["over"] is True
+    assert resumed["standings"] == _standings(demo_expected(board))
+    entries = read_log(log)
+    assert [e["seq"] for e in entries] == list(range(len(entries)))  # one log, appended in order
+    assert sum(e["kind"] == "round" for e in entries) == 2  # round 1 was not scored twice
+
+    # replay re-scores the finished game from the log alone
+    assert main(["replay", str(log), "--json"]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["over"] is True and replayed["standings"] == resumed["standings"]
+    assert replayed["mismatches"] == []
+
+
+def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):
+    log = tmp_path / "game.jsonl"
+    _start(log, demo)
+    oracle = oracle_detector(demo, board)
+    live = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False)
+    live.run(list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
+    size = log.stat().st_size
+    again = LiveGame(log, ScriptedPrompter({}), fsync=False)
+    assert again.tracker.phase == "over" and _standings(again.game) == _standings(live.game)
+    assert log.stat().st_size == size
+
+
+def test_frames_ending_mid_game_exit_3_and_resume_finishes_it(demo_files, board, tmp_path, capsys):
+    f = demo_files
+    log = tmp_path / "stopped.jsonl"
+    common = ["--answers", str(f["answers"]), "--quiet", "--json", "--no-model"]
+    # no --calibration: found automatically on the first frame, logged, and reused by --resume
+    code = main(["live", "--video", str(f["video"]), "--reference", str(f["reference_jpeg"]), "--sides", "blue,red", "--order", "red,blue", "--tokens", "2", "--log",
+                 str(log), "--max-frames", "120", *common])
+    out = capsys.readouterr()
+    assert code == 3 and "continue with 'knockcam live --resume" in out.err
+    assert json.loads(out.out)["over"] is False
+    assert [e["method"] for e in read_log(log) if e["kind"] == "calibration"] == ["auto"]
+    assert main(["live", "--resume", str(log), *common]) == 0
+    out = capsys.readouterr()
+    assert "resumed" in out.err
+    assert json.loads(out.out)["standings"] == _standings(demo_expected(board))
+
+
+def test_sides_without_order_draw_round_ones_order(tmp_path, demo_files, capsys):
+    log = tmp_path / "drawn.jsonl"
+    main(["live", "--video", str(demo_files["video"]), "--calibration", str(demo_files["calibration"]),
+          "--sides", "green,blue,red", "--log", str(log), "--max-frames", "1", "--quiet", "--no-model"])
+    capsys.readouterr()
+    start = read_log(log)[0]
+    assert sorted(start["order"]) == ["blue", "green", "red"]
+
+
+def test_a_dispute_typed_during_the_game_is_logged_and_replayed(demo, board, tmp_path):
+    class Typing(ScriptedPrompter):
+        """Answers from a script; a player types a line at the 100th frame (a dispute)."""
+
+        calls = 0
+
+        def poll(self):
+            self.calls += 1
+            return self.calls == 100
+
+    log = tmp_path / "dispute.jsonl"
+    _start(log, demo)
+    # the dispute: red's first token (St. James Place) was really on Boardwalk
+    answers = {**DEMO_ANSWERS, "r1:review:-:1": "1 boardwalk", "r1:review:-:2": "ok"}
+    prompter = Typing(answers)
+    live = LiveGame(log, prompter, fsync=False)
+    oracle = oracle_detector(demo, board)
+    live.run(list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
+    entries = read_log(log)
+    assert [e["kind"] for e in entries].count("request") == 1
+    override = [e for e in entries if e["kind"] == "override"]
+    assert len(override) == 1 and (tmp_path / override[0]["evidence"]).is_file()
+    assert override[0]["after"] == {"space": "boardwalk", "state": "board"}
+    first = live.game.history[0]
+    assert "boardwalk" in first.per_side["red"].properties  # and blue's Railroad went elsewhere (E2)
+    assert "boardwalk" not in first.per_side["blue"].properties
+    rebuilt = LiveGame(log, None, live=False)  # the request is re-fed: the logged review answers still fit
+    assert rebuilt.incomplete is None and _standings(rebuilt.game) == _standings(live.game)
+
+
+def test_the_benchmark_writes_its_report(tmp_path):
+    from knockcam.live.bench import run_bench
+
+    out = tmp_path / "live.md"
+    report = run_bench(out, size=(480, 270), model=None, games=0)
+    assert out.read_text() == report
+    assert "frames/s" in report and "| final standings as the engine scores the script | match" in report

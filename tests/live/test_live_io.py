@@ -1,0 +1,172 @@
+"""Prompts (terminal, scripted, replayed), the game log (append, fsync, torn tail), display and CLI errors."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+
+from knockcam.cli import main
+from knockcam.errors import KnockcamError
+from knockcam.live.display import Display, check_window
+from knockcam.live.log import GameLog, read_log
+from knockcam.live.prompts import NeedAnswer, Question, ReplayPrompter, ScriptedPrompter, TerminalPrompter, \
+    load_answers, yes_no
+
+
+def q(key="r1:jail:red:1", default="no"):
+    return Question(key=key, text="pay?", default=default, check=yes_no)
+
+
+def test_terminal_prompter_repeats_after_a_bad_answer_and_takes_the_default():
+    out = io.StringIO()
+    p = TerminalPrompter(stdin=io.StringIO("maybe\ny\n\n"), stdout=out)
+    assert p.ask(q()) == "yes"
+    assert "answer yes or no" in out.getvalue()
+    assert p.ask(q()) == "no"  # Enter: the default
+    with pytest.raises(KnockcamError, match="input closed"):
+        p.ask(q())
+
+
+def test_scripted_answers_by_key_in_order_and_defaults():
+    p = ScriptedPrompter({"r1:jail:red:1": "oui"})
+    assert p.ask(q()) == "yes" and p.ask(q("r2:jail:red:1")) == "no"  # unscripted: the default
+    p = ScriptedPrompter(["y", "n", "y"], skip=1)  # the first was already used before a crash
+    assert [p.ask(q()) for _ in range(2)] == ["no", "yes"]
+    with pytest.raises(KnockcamError, match="scripted answer 'perhaps'"):
+        ScriptedPrompter(["perhaps"]).ask(q())
+
+
+def test_replayed_answers_must_match_the_questions_then_go_live():
+    logged_q, logged_a = [], []
+    live = ScriptedPrompter({"r1:jail:blue:1": "y"})
+    p = ReplayPrompter([("r1:jail:red:1", "yes")], live, before_live=logged_q.append,
+                       after_live=lambda question, answer: logged_a.append(answer))
+    assert p.ask(q()) == "yes" and live.asked == []
+    assert p.ask(q("r1:jail:blue:1")) == "yes" and logged_a == ["yes"] and logged_q[0].key == "r1:jail:blue:1"
+    with pytest.raises(KnockcamError, match="does not match"):
+        ReplayPrompter([("r1:off:red:1", "no")], None).ask(q())
+    with pytest.raises(NeedAnswer):
+        ReplayPrompter([], None).ask(q())
+
+
+def test_answers_file_errors(tmp_path):
+    with pytest.raises(KnockcamError, match="not found"):
+        load_answers(tmp_path / "none.yaml")
+    bad = tmp_path / "a.yaml"
+    bad.write_text("just a string\n")
+    with pytest.raises(KnockcamError, match="mapping"):
+        load_answers(bad)
+    good = tmp_path / "a.json"
+    good.write_text(json.dumps({"r1:jail:red:1": "yes"}))
+    assert load_answers(good) == {"r1:jail:red:1": "yes"}
+
+
+def test_log_is_appended_and_a_torn_last_line_is_dropped(tmp_path):
+    path = tmp_path / "g.jsonl"
+    log = GameLog(path)
+    log.append("start", order=["red", "blue"])
+    log.append("answer", key="k", answer="yes", value=np.int64(3))
+    log.close()
+    with open(path, "a") as f:
+        f.write('{"seq": 2, "kind": "obs')  # a crash in the middle of a write
+    assert [e["kind"] for e in read_log(path)] == ["start", "answer"]
+    log = GameLog(path)  # reopening cuts the torn line before appending
+    log.append("note", text="after")
+    log.close()
+    entries = read_log(path)
+    assert [e["seq"] for e in entries] == [0, 1, 2] and entries[1]["value"] == 3
+
+
+def test_log_errors(tmp_path):
+    with pytest.raises(KnockcamError, match="not found"):
+        read_log(tmp_path / "missing.jsonl")
+    other = tmp_path / "other.jsonl"
+    other.write_text('{"kind": "answer"}\n')
+    with pytest.raises(KnockcamError, match="not a knockcam game log"):
+        read_log(other)
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text('{"kind": "start"}\nnot json\n{"kind": "x"}\n')
+    with pytest.raises(KnockcamError, match="line 2"):
+        read_log(broken)
+
+
+def test_show_without_a_display_fails_clearly(board, monkeypatch):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    with pytest.raises(KnockcamError, match="--show needs a display"):
+        check_window()
+    with pytest.raises(KnockcamError, match="--show"):
+        Display(board, show=True)
+
+
+def test_overlay_draws_the_board_tokens_and_scores(demo, board):
+    d = Display(board, quiet=True)
+    snap = {"round": 1, "rounds": 2, "phase": "slide", "order": ["red", "blue"], "expected": "blue",
+            "slid": {"red": 1}, "cash": {"red": 0, "blue": 0}, "pot": 500,
+            "tokens": [{"side": "red", "xy_mm": [124.0, 348.0], "space": "baltic_avenue", "state": "board"}]}
+    image = demo.frames[0]
+    out = d.overlay(image, demo.calibration, snap)
+    assert out.shape == image.shape and (out != image).any()
+    p = demo.calibration.mm_to_px([[124.0, 348.0]])[0].round().astype(int)
+    assert (out[p[1] - 12:p[1] + 12, p[0] - 12:p[0] + 12] != image[p[1] - 12:p[1] + 12, p[0] - 12:p[0] + 12]).any()
+
+
+def test_live_cli_input_errors(tmp_path, capsys):
+    assert main(["live", "--video", str(tmp_path / "v.avi"), "--sides", "red,purple"]) == 2
+    assert "unknown side 'purple'" in capsys.readouterr().err
+    assert main(["live", "--video", str(tmp_path / "v.avi")]) == 2
+    assert "--sides" in capsys.readouterr().err
+    assert main(["live", "--sides", "red,blue"]) == 2
+    assert "--camera N or --video FILE" in capsys.readouterr().err
+    assert main(["live", "--sides", "red,blue", "--order", "red,green", "--video", "x.avi"]) == 2
+    assert "same sides" in capsys.readouterr().err
+    existing = tmp_path / "game.jsonl"
+    existing.write_text('{"kind": "start"}\n')
+    assert main(["live", "--sides", "red,blue", "--video", "x.avi", "--log", str(existing)]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert main(["replay", str(tmp_path / "none.jsonl")]) == 2
+    assert "game log not found" in capsys.readouterr().err
+
+
+def test_terminal_question_with_a_timeout_takes_its_default_when_nobody_answers():
+    import os
+
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(read_end, "r") as stdin:
+            out = io.StringIO()
+            p = TerminalPrompter(stdin=stdin, stdout=out)
+            question = Question(key="r1:off:red:1", text="off?", default="no", check=yes_no, timeout_s=0.05)
+            assert p.ask(question) == "no" and "no answer" in out.getvalue()
+            os.write(write_end, b"y\n")
+            assert p.ask(question) == "yes"
+    finally:
+        os.close(write_end)
+
+
+def test_a_line_typed_between_questions_is_a_dispute():
+    import os
+
+    read_end, write_end = os.pipe()
+    try:
+        with os.fdopen(read_end, "r") as stdin:
+            p = TerminalPrompter(stdin=stdin, stdout=io.StringIO(), pollable=True)
+            assert p.poll() is False
+            os.write(write_end, b"fix\n")
+            assert p.poll() is True and p.poll() is False
+    finally:
+        os.close(write_end)
+
+
+def test_nothing_is_written_when_the_game_cannot_start(tmp_path, monkeypatch, capsys, demo_files):
+    monkeypatch.delenv("DISPLAY", raising=False)
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    log = tmp_path / "g.jsonl"
+    assert main(["live", "--video", str(demo_files["video"]), "--sides", "red,blue", "--show", "--log", str(log)]) == 2
+    assert "--show needs a display" in capsys.readouterr().err
+    assert main(["live", "--video", str(tmp_path / "missing.avi"), "--sides", "red,blue", "--log", str(log)]) == 2
+    assert "video file not found" in capsys.readouterr().err
+    assert not log.exists()
