@@ -4,7 +4,10 @@ Long straight lines (Hough on edges) are combined into quadrilaterals whose true
 estimated with the focal length recovered from the quadrilateral itself, matches the board's.
 The best few are tested in each of their four orientations against the board file's printed
 grid (space edges warped top-down); the winner's sides are then refined to sub-pixel accuracy by
-fitting lines to edge profiles across each side, and its corners are the lines' intersections.
+fitting lines to edge profiles across each side (on a side whose edge face the camera sees, the
+top surface's edge is the one a board thickness inside the table's). Finally the printed grid is
+registered from there (knockcam.calibrate.grid): when most of its lines are found, the grid places
+the corners; when not, the outline is kept and its reported error is how far the grid disagrees.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.grid import fit_grid
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.errors import KnockcamError
 
@@ -32,6 +36,9 @@ class Outline:
     runner_up: float  # the best other orientation's
     edge_points: int  # edge samples behind the sub-pixel fit
     error_mm: float  # estimated RMS error over the board
+    placed_by: str = "edges"  # "grid" when the printed grid's registration placed the corners
+    grid_fit: float = 0.0  # share of printed-grid samples found on a printed line (0..1)
+    edge_corners_px: np.ndarray | None = None  # the outline's own corners, before the grid
 
 
 def find_outline(image: np.ndarray, board: Board) -> Outline:
@@ -69,14 +76,45 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]
     best = max(near, key=_area)
     corners = best / scale + (0.5 / scale - 0.5)  # work pixel centres -> full-resolution pixels
-    corners, n_points, line_fits = _refine(colour, corners, cfg, first_radius=max(4.0, 2.5 / scale))
+    corners, n_points, line_fits = _refine(colour, corners, cfg, first_radius=max(4.0, 2.5 / scale), board=board)
+    edge_corners = corners
     err = _line_fit_error_mm(line_fits, board)
     # the scatter misses what is systematic: which of several close edges (board thickness, a
     # border printed at the edge, shadow) is the top surface's; count that as corner uncertainty
     hom = homography_from_points(board_corners_mm(board), corners)
-    err = float(np.hypot(err, corner_uncertainty_mm(hom, board, float(cfg["edge_ambiguity_px"]), samples=100)))
+    # a visible edge face adds the doubt of which edge is the top surface's: up to half the
+    # thickness range's width of that face
+    face = side_face_px(corners, board, (w, h))
+    ambiguity = float(np.hypot(float(cfg["edge_ambiguity_px"]),
+                               face.max() * float(cfg.get("thickness_mm", (1.0, 7.0))[1]) / 2))
+    err = float(np.hypot(err, corner_uncertainty_mm(hom, board, ambiguity, samples=100)))
+    source = "edges"
+    # the printed grid, registered from the outline, places the board without the edge's ambiguity
+    fit = fit_grid(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), hom, board,
+                   radii=tuple(float(r) for r in cfg.get("grid_radii", (4, 2))), bow=False)
+    apart = _apart_mm(hom, fit.homography, board)
+    if fit.score < float(cfg.get("grid_min_score", 0.5)):
+        # the grid does not confirm the outline: the outline alone is no better than the distance
+        # to where the grid's registration went (a wrong quadrilateral, or an edge the grid disputes)
+        err = max(err, apart)
+    else:
+        corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), fit.homography).reshape(-1, 2)
+        source = "grid"
+        # two independent placements (outline, printed grid): how far apart they put the board is
+        # an honest floor for the error of either
+        spread = corner_uncertainty_mm(fit.homography, board, float(cfg.get("grid_ambiguity_px", 0.5)), samples=100)
+        err = max(apart, spread)
     return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
-                   edge_points=n_points, error_mm=err)
+                   edge_points=n_points, error_mm=err, placed_by=source, grid_fit=float(fit.score),
+                   edge_corners_px=edge_corners)
+
+
+def _apart_mm(h1: np.ndarray, h2: np.ndarray, board: Board) -> float:
+    """RMS distance (board mm) between where two homographies put the same pixels, over the board."""
+    grid = board_grid_mm(board, 50)
+    px = cv2.perspectiveTransform(grid.reshape(-1, 1, 2), h1)
+    back = cv2.perspectiveTransform(px, np.linalg.inv(h2)).reshape(-1, 2)
+    return float(np.sqrt(np.mean(np.sum((back - grid) ** 2, axis=1))))
 
 
 def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None) -> Calibration:
@@ -89,9 +127,19 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
     hom = homography_from_points(board_corners_mm(board), outline.corners_px)
     return Calibration(method="auto", image_size=(image.shape[1], image.shape[0]), homography=hom,
                        camera_matrix=camera_matrix, dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
-                       error_source=f"estimate: scatter of {outline.edge_points} edge points about the four "
-                                    f"fitted sides, plus {settings.load('calibrate')['auto']['edge_ambiguity_px']} px "
-                                    f"of edge ambiguity per corner (RMS over the board)")
+                       error_source=_error_source(outline))
+
+
+def _error_source(outline: Outline) -> str:
+    cfg = settings.load("calibrate")["auto"]
+    if outline.placed_by == "grid":
+        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
+                f"the larger of how far the board outline's own placement lies from it and "
+                f"{cfg.get('grid_ambiguity_px', 0.5)} px per corner (RMS over the board)")
+    return (f"estimate: scatter of {outline.edge_points} edge points about the four fitted sides, plus "
+            f"{cfg['edge_ambiguity_px']} px of edge ambiguity per corner and half a board thickness of any edge face "
+            f"in view (RMS over the board); the printed grid "
+            f"did not confirm it ({outline.grid_fit:.0%} of its samples on a printed line)")
 
 
 def _size(quad: np.ndarray) -> float:
@@ -279,14 +327,20 @@ def _candidate_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.nda
     good = support.min(axis=1) >= 0.25
     quads, score = quads[good], score[good]
     order = np.argsort(-score, kind="stable")
-    kept: list[np.ndarray] = []
-    for idx in order:
-        quad = quads[idx]
-        if all(min(np.abs(np.roll(quad, rr, 0) - kq).max() for rr in range(4)) > 3 for kq in kept):
-            kept.append(quad)
-        if len(kept) >= int(cfg.get("max_candidates", 120)):
+    quads = quads[order]
+    # the same quadrilateral in any of its four rotations: every corner within 3 px
+    rolled = np.stack([np.roll(quads, rr, axis=1) for rr in range(4)], axis=1)  # (N, 4, 4, 2)
+    kept: list[int] = []
+    limit = int(cfg.get("max_candidates", 120))
+    for idx in range(len(quads)):
+        if kept:
+            d = np.abs(rolled[kept] - quads[idx][None, None]).max(axis=(2, 3)).min(axis=1)
+            if d.min() <= 3:
+                continue
+        kept.append(idx)
+        if len(kept) >= limit:
             break
-    return kept
+    return [quads[i] for i in kept]
 
 
 def _region_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
@@ -380,16 +434,68 @@ def _grid_score(grad: np.ndarray, quad: np.ndarray, board: Board, ppm: float = 0
 
 # --- sub-pixel refinement ------------------------------------------------------------------
 
-def _refine(colour: np.ndarray, corners: np.ndarray, cfg: dict, first_radius: float):
+def side_face_px(corners: np.ndarray, board: Board, image_size: tuple[int, int]) -> np.ndarray:
+    """Per side (near, right, far, left): how far (px) the board's top edge lies inside the silhouette
+    per millimetre of board thickness; 0 for sides whose edge face the camera cannot see.
+
+    The camera is recovered from the quadrilateral (focal length from its right angles, principal
+    point at the image centre); going 1 mm down from the top edge moves outward on a visible side.
+    """
+    w, h = image_size
+    hom = homography_from_points(board_corners_mm(board), corners)
+    centred = np.array([[1, 0, -(w - 1) / 2], [0, 1, -(h - 1) / 2], [0, 0, 1.0]]) @ hom
+    f = _focal(corners, image_size)
+    kinv = np.diag([1 / f, 1 / f, 1.0])
+    b = kinv @ centred
+    s = 1.0 / np.linalg.norm(b[:, 0])
+    if b[2, 2] * s < 0:
+        s = -s
+    r1, r2 = b[:, 0] * s, b[:, 1] * s
+    r3 = np.cross(r1, r2)
+    t = b[:, 2] * s
+    if -(r3 @ t) < 0:  # the camera is above the board: up is the side it sits on
+        r3 = -r3
+    c3 = np.linalg.inv(kinv) @ r3 / s  # image (homogeneous, centred) of a 1 mm step up
+    wmm, lmm = board.size_mm
+    mm = board_corners_mm(board)
+    out = np.zeros(4)
+    for a in range(4):
+        mid = (mm[a] + mm[(a + 1) % 4]) / 2
+        top = centred @ np.array([mid[0], mid[1], 1.0])
+        down = top - c3
+        p0, p1 = top[:2] / top[2], down[:2] / down[2]
+        e = corners[(a + 1) % 4] - corners[a]
+        nrm = np.array([-e[1], e[0]]) / max(np.linalg.norm(e), 1e-9)  # outward (anticlockwise quad)
+        out[a] = max(0.0, float((p1 - p0) @ nrm))
+    return out
+
+
+def _focal(corners: np.ndarray, image_size: tuple[int, int]) -> float:
+    w, h = image_size
+    centre = np.array([(w - 1) / 2, (h - 1) / 2])
+    hom = _square_to_quad(np.asarray(corners, np.float64)[None] - centre)[0]
+    a1, a2, b1, b2, c1, c2 = hom[0, 0], hom[0, 1], hom[1, 0], hom[1, 1], hom[2, 0], hom[2, 1]
+    big = max(w, h) ** 2
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f2 = -(a1 * a2 + b1 * b2) / (c1 * c2)
+    if not np.isfinite(f2) or not 0.09 * big < f2 < 25 * big:
+        f2 = float(max(w, h)) ** 2 * 0.8
+    return float(np.sqrt(f2))
+
+
+def _refine(colour: np.ndarray, corners: np.ndarray, cfg: dict, first_radius: float, board: Board | None = None):
     """Fit each side to sub-pixel edge positions; corners are the fitted lines' intersections."""
     img = cv2.GaussianBlur(colour, (0, 0), 0.7).astype(np.float32)
     fits = None
     n_total = 0
     last = float(cfg["refine_search_px"])
+    size = (colour.shape[1], colour.shape[0])
     for radius in (max(first_radius, last), max(last, first_radius / 2), last):
+        face = side_face_px(corners, board, size) if board is not None else np.zeros(4)
         fits = []
         for a in range(4):
-            fits.append(_fit_side(img, corners[a], corners[(a + 1) % 4], radius, int(cfg["edge_samples"])))
+            fits.append(_fit_side(img, corners[a], corners[(a + 1) % 4], radius, int(cfg["edge_samples"]),
+                                  face_px_per_mm=float(face[a]), cfg=cfg))
         if any(f is None for f in fits):
             raise KnockcamError(NOT_FOUND)
         new = np.array([_line_intersection(fits[(a - 1) % 4], fits[a]) for a in range(4)])
@@ -400,7 +506,8 @@ def _refine(colour: np.ndarray, corners: np.ndarray, cfg: dict, first_radius: fl
     return corners, n_total, fits
 
 
-def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samples: int):
+def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samples: int,
+              face_px_per_mm: float = 0.0, cfg: dict | None = None):
     """A robust line through the strongest-edge positions on profiles across side p-q.
 
     Returns (point, unit direction, residual std, number of points, spread along the side) or None.
@@ -414,6 +521,8 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
     nrm = np.array([-u[1], u[0]])  # outward for an anticlockwise-on-screen quad (image y down)
     t = np.linspace(0.06, 0.94, samples)
     step = 0.25
+    if face_px_per_mm > 0:  # see both the table's edge and the top surface's, a thickness apart
+        radius = max(radius, float((cfg or {}).get("thickness_mm", (1.0, 7.0))[1]) * face_px_per_mm + 1.5)
     offs = np.arange(-radius, radius + step / 2, step)
     base = p[None, :] + t[:, None] * d[None, :]
     xs = (base[:, None, 0] + offs[None, :] * nrm[0]).astype(np.float32)
@@ -435,6 +544,13 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
     strong = inner[avg[inner] >= _PEAK_FRAC * top]
     if _PEAK == "outermost":
         chosen = strong[-1]
+        # a visible edge face (board thickness) puts the table's edge outside the top surface's:
+        # then the top edge is the next peak in, if it lies a plausible thickness away
+        if face_px_per_mm > 0 and len(strong) >= 2:
+            lo_mm, hi_mm = (cfg or {}).get("thickness_mm", (1.0, 7.0))
+            gap = (offs[strong[-1]] - offs[strong[-2]])
+            if lo_mm * face_px_per_mm * 0.6 <= gap <= hi_mm * face_px_per_mm * 1.3 + 0.5:
+                chosen = strong[-2]
     elif _PEAK == "innermost":
         chosen = strong[0]
     else:
@@ -457,7 +573,7 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
     keep = np.ones(len(pts), bool)
     for _ in range(4):
         c = pts[keep].mean(axis=0)
-        _, _, vt = np.linalg.svd(pts[keep] - c)
+        _, _, vt = np.linalg.svd(pts[keep] - c, full_matrices=False)
         direction = vt[0]
         normal = np.array([-direction[1], direction[0]])
         res = (pts - c) @ normal
@@ -469,7 +585,7 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
             break
         keep = new_keep
     c = pts[keep].mean(axis=0)
-    _, _, vt = np.linalg.svd(pts[keep] - c)
+    _, _, vt = np.linalg.svd(pts[keep] - c, full_matrices=False)
     direction = vt[0]
     normal = np.array([-direction[1], direction[0]])
     sigma = float(np.std((pts[keep] - c) @ normal))

@@ -33,7 +33,8 @@ def register(subparsers) -> None:
     p.add_argument("--board", help="board file (default: the shipped board)")
     p.add_argument("--camera", help="lens calibration file from 'knockcam calibrate camera'")
     p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml)")
-    p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method")
+    p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
+    p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=run)
 
@@ -58,7 +59,7 @@ def run(args) -> int:
         from knockcam.calibrate.bench import run_bench
 
         out = Path(args.out or "bench/calibration.md")
-        text = run_bench(board, args.scenes, out)
+        text = run_bench(board, args.scenes, out, held_out=args.held_out)
         print(text)
         return 0
     if verb == "sheet" and len(args.target) == 1:

@@ -1,0 +1,61 @@
+"""Registration to the printed grid: the template, and the homography pulled onto the printed lines."""
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.grid import fit_grid, template
+from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, homography_from_points
+
+SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+
+
+def _fixture(name):
+    data = json.loads((SCENES / f"{name}.json").read_text())["calibration"]
+    image = cv2.imread(str(SCENES / f"{name}.jpg"))
+    if data.get("camera_matrix") is not None:
+        image = cv2.undistort(image, np.array(data["camera_matrix"]), np.array(data["dist_coeffs"]))
+    truth = Calibration("truth", tuple(data["image_size"]), np.array(data["homography"]))
+    return image, truth
+
+
+def test_template_samples_lie_on_space_edges_with_unit_normals(board):
+    pts, nrm = template(board)
+    assert len(pts) == len(nrm) > 300
+    assert np.allclose(np.linalg.norm(nrm, axis=1), 1.0)
+    xs = {x for s in board.spaces for x, _ in s.polygon}
+    ys = {y for s in board.spaces for _, y in s.polygon} | {board.go_line_y_mm}
+    on_edge = [min(abs(p[0] - x) for x in xs) < 1e-6 if abs(n[0]) > 0.99 else min(abs(p[1] - y) for y in ys) < 1e-6
+               for p, n in zip(pts, nrm)]
+    assert all(on_edge)
+    # shared or overlapping edges sampled once: no two samples on one line closer than half a step
+    for axis in (0, 1):
+        sel = np.abs(nrm[:, axis]) > 0.99
+        d = np.linalg.norm(pts[sel][:, None] - pts[sel][None], axis=2)
+        np.fill_diagonal(d, np.inf)
+        assert d.min() >= 2.0
+
+
+@pytest.mark.skipif(not (SCENES / "hand.json").exists(), reason="synth fixtures not generated")
+@pytest.mark.parametrize("name", ["hand", "off_board_and_fallen"])
+def test_grid_pulls_a_rough_homography_onto_the_print(board, name):
+    image, truth = _fixture(name)
+    gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    rng = np.random.default_rng(3)
+    rough = truth.mm_to_px(board_corners_mm(board)) + rng.normal(0, 2.0, (4, 2))
+    start = homography_from_points(board_corners_mm(board), rough)
+    before = corner_errors_mm(Calibration("a", truth.image_size, start), truth, board).max()
+    fit = fit_grid(gray, start, board, radii=(4, 2), bow=False)
+    after = corner_errors_mm(Calibration("a", truth.image_size, fit.homography), truth, board)
+    assert after.max() < min(1.5, before / 2)
+    assert fit.score > 0.8 and fit.rms_px < 0.6
+
+
+def test_grid_finds_nothing_on_a_blank_image(board):
+    blank = np.full((720, 1280), 128, np.uint8)
+    h = homography_from_points(board_corners_mm(board), [[300, 650], [900, 650], [800, 100], [400, 100]])
+    assert fit_grid(blank, h, board).score == 0.0
