@@ -1,0 +1,132 @@
+"""Tokens -> positions: which space each token's base rests on (RULES.md S3), and which calls are close.
+
+The base is a disc at the token's base centre; the board's geometry gives its coverage of every
+space. A call is ``ambiguous`` when the position's uncertainty (``sigma_mm`` times a factor from
+``data/assign.yaml``) reaches the margin: the human decides, the machine does not guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.geometry import OFF_BOARD, coverage
+from knockcam.board.layout import Board
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+from knockcam.sides import SIDES
+
+# Flags a Position can carry, in the order they are reported.
+CLOSE_CALL = "close_call"  # the base centre is within the uncertainty band of a line that changes the answer
+EXTRA_TOKEN = "extra_token"  # more tokens of this side than the game has (R2): the least confident ones
+FALLEN = "fallen"  # fell over: stood back up where it fell (S3), so its base centre is a guess
+DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see knockcam.detect.combine)
+OFF = "off_board"  # most of the base is off the board (S2): out for the round
+
+# Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine).
+DISPUTED_SOURCES = ("model_only", "reference_only", "conflict")
+
+
+@dataclass(frozen=True)
+class Position:
+    """Where one token rests: its space (None unless ``state`` is on_space), coverage and how sure we are."""
+
+    token: Token
+    space: str | None
+    state: str  # on_space | no_space | off_board
+    coverage: float  # share of the base on the winning category (the space, no space or off the board)
+    margin_mm: float  # how far the base centre can move before the answer changes
+    ambiguous: bool  # the uncertainty could flip the answer, or the token itself is in doubt: a human's call
+    runner_up: str | None  # the category that would win next: a space id, "no_space" or "off_board"
+    runner_up_coverage: float
+    sigma_mm: float  # the uncertainty used for the ambiguity test
+    flags: tuple[str, ...] = ()
+
+    @property
+    def side(self) -> str:
+        return self.token.side
+
+    def to_dict(self) -> dict:
+        """The keys of the ``knockcam score --json`` contract, plus flags and runner-up."""
+        return {
+            "side": self.token.side,
+            "space": self.space,
+            "state": self.state,
+            "coverage": round(float(self.coverage), 4),
+            "margin_mm": round(float(self.margin_mm), 2),
+            "xy_mm": [round(float(v), 2) for v in self.token.xy_mm],
+            "ambiguous": bool(self.ambiguous),
+            "confidence": round(float(self.token.confidence), 3),
+            "runner_up": self.runner_up,
+            "runner_up_coverage": round(float(self.runner_up_coverage), 4),
+            "sigma_mm": round(float(self.sigma_mm), 2),
+            "flags": list(self.flags),
+            "source": self.token.source,
+        }
+
+
+def effective_sigma(token: Token, cfg: dict | None = None) -> float:
+    """The token's positional uncertainty, widened for fallen tokens and detector disagreements."""
+    cfg = cfg or settings.load("assign")
+    sigma = float(token.sigma_mm)
+    if token.fallen:
+        sigma = max(sigma, float(cfg["ambiguity"]["fallen_sigma_mm"]))
+    if token.source in DISPUTED_SOURCES:
+        sigma = max(sigma, float(cfg["ambiguity"]["disagreement_sigma_mm"]))
+    return sigma
+
+
+def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Position]:
+    """One Position per token, in the order given: coverage by the board's geometry and the sanity checks."""
+    cfg = settings.load("assign")
+    amb = cfg["ambiguity"]
+    for token in tokens:
+        if token.side not in SIDES:
+            raise KnockcamError(f"token side {token.side!r} is not one of {', '.join(SIDES)}")
+    if not tokens:
+        return []
+    centres = np.array([t.xy_mm for t in tokens], dtype=np.float64).reshape(-1, 2)
+    cov = coverage(board, centres)
+    extras = _extras(tokens, int(cfg["sanity"]["tokens_per_side"]))
+    positions = []
+    for i, token in enumerate(tokens):
+        rest = cov[i]
+        sigma = effective_sigma(token, cfg)
+        margin = float(rest.margin_mm) if np.isfinite(rest.margin_mm) else 0.0
+        close = margin < max(float(amb["sigmas"]) * sigma, float(amb["min_margin_mm"]))
+        flags = []
+        if close:
+            flags.append(CLOSE_CALL)
+        if i in extras:
+            flags.append(EXTRA_TOKEN)
+        if token.fallen:
+            flags.append(FALLEN)
+        if token.source in DISPUTED_SOURCES:
+            flags.append(DISAGREEMENT)
+        if rest.state == OFF_BOARD:
+            flags.append(OFF)
+        # a fallen token is stood back up where it fell (S3): where exactly is the players' call
+        ambiguous = close or i in extras or token.fallen or token.source in DISPUTED_SOURCES
+        positions.append(Position(
+            token=token, space=rest.space_id, state=rest.state, coverage=float(rest.share),
+            margin_mm=margin, ambiguous=bool(ambiguous), runner_up=rest.runner_up,
+            runner_up_coverage=float(rest.runner_up_share), sigma_mm=sigma, flags=tuple(flags)))
+    return positions
+
+
+def _extras(tokens, per_side: int) -> set[int]:
+    """Indices of the tokens beyond ``per_side`` of one side: the least confident of that side."""
+    extras: set[int] = set()
+    for side in SIDES:
+        idx = [i for i, t in enumerate(tokens) if t.side == side]
+        if len(idx) > per_side:
+            idx.sort(key=lambda i: -tokens[i].confidence)
+            extras.update(idx[per_side:])
+    return extras
+
+
+def side_counts(positions: list[Position]) -> dict[str, int]:
+    """How many tokens of each side were seen (for the R2 sanity check in reports)."""
+    return {side: sum(1 for p in positions if p.token.side == side) for side in SIDES}

@@ -1,0 +1,340 @@
+"""The detection benchmark: held-out synthetic scenes, detectors x calibrations, accuracy and speed.
+
+Scenes come from knockcam.synth with seeds below ``HELD_OUT_LIMIT`` (training uses seeds at or
+above it), each with an empty-board reference frame from the same camera. Every configuration
+(reference frame or not, learned model or not, true or automatic calibration) runs on the same
+scenes; a token is right when its side and its resting place (RULES.md S3, computed from the true
+base centre by knockcam.board.geometry) are right.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import time
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+
+from knockcam.assign import Position, assign
+from knockcam.board.geometry import coverage
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.errors import KnockcamError
+from knockcam.sides import SIDES
+
+HELD_OUT_LIMIT = 100_000  # scene seeds at or above this are for training only
+MATCH_MM = 20.0  # a detection within this of a true base centre is that token's detection
+MISSED = "missed"
+
+
+@dataclass(frozen=True)
+class TrueToken:
+    side: str
+    xy_mm: tuple[float, float]
+    space: str | None
+    state: str
+    fallen: bool
+
+
+@dataclass(frozen=True)
+class Scene:
+    """One held-out scene: the photo, the empty-board frame, the true calibration and tokens."""
+
+    seed: int
+    image: np.ndarray
+    reference: np.ndarray
+    calibration: Calibration
+    tokens: tuple[TrueToken, ...]
+    reference_source: str  # how the reference frame was made
+
+
+@dataclass
+class Tally:
+    """Counts for one configuration."""
+
+    name: str
+    tokens: int = 0
+    right: int = 0
+    flagged: int = 0
+    unflagged: int = 0
+    unflagged_right: int = 0
+    missed: int = 0
+    false_detections: int = 0
+    scenes: int = 0
+    scenes_exact: int = 0
+    scenes_sound: int = 0  # every token right or flagged, no unflagged false detection
+    calibration_failures: int = 0
+    ms: list = field(default_factory=list)
+    cpu_ms: list = field(default_factory=list)  # process CPU time: what an unshared 2-core machine would see, roughly
+    confusion: dict = field(default_factory=dict)  # (true side, found side or MISSED) -> count
+    errors_mm: list = field(default_factory=list)
+
+    def count_confusion(self, true_side: str, found: str) -> None:
+        self.confusion[(true_side, found)] = self.confusion.get((true_side, found), 0) + 1
+
+
+def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
+    """The scene's tokens with their S3 resting place, from the true base centres."""
+    toks = truth["tokens"]
+    if not toks:
+        return ()
+    cov = coverage(board, np.array([t["xy_mm"] for t in toks], dtype=np.float64), margins=False)
+    return tuple(TrueToken(side=t["side"], xy_mm=(float(t["xy_mm"][0]), float(t["xy_mm"][1])), space=cov.space_id[i],
+                           state=cov.state[i], fallen=bool(t.get("fallen", False))) for i, t in enumerate(toks))
+
+
+def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
+    """Render scene ``seed`` (index 0) and its empty-board reference frame; held-out seeds only unless told."""
+    if held_out and not 0 <= seed < HELD_OUT_LIMIT:
+        raise KnockcamError(f"benchmark seeds must be in 0..{HELD_OUT_LIMIT - 1} (training uses the rest), not {seed}")
+    from knockcam.synth import scene as sc
+
+    try:
+        jpeg, truth, rendered, ref_jpeg = sc.make_photo(board, seed, 0, reference=True)
+        reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
+        how = "knockcam.synth (make_photo reference=True: same camera, no tokens or occluders, other light)"
+    except TypeError:  # a synth without reference frames
+        jpeg, truth, rendered = sc.make_photo(board, seed, 0)
+        reference, how = _reference_frame(board, seed, rendered, sc)
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    return Scene(seed=seed, image=image, reference=reference, calibration=rendered.spec.camera.calibration(),
+                 tokens=true_tokens(truth, board), reference_source=how)
+
+
+def _reference_frame(board: Board, seed: int, rendered, sc) -> tuple[np.ndarray, str]:
+    """For a synth without reference frames: the scene re-rendered without tokens or occluders, under a
+    slightly different light (exposure +-10%, a new uneven-light field) and new noise."""
+    spec = rendered.spec
+    rng = np.random.default_rng([seed, 7])
+    light = spec.light
+    changes = {"ambient": float(np.clip(light.ambient * rng.uniform(0.9, 1.1), 0.1, 0.9))}
+    if hasattr(light, "illumination_seed"):
+        changes["illumination_seed"] = int(rng.integers(2**31))
+    light = replace(light, **changes)
+    photo = replace(spec.photo, exposure=spec.photo.exposure * float(rng.uniform(0.9, 1.1)),
+                    noise_seed=int(rng.integers(2**31)))
+    empty = replace(spec, tokens=(), occluders=(), light=light, photo=photo)
+    img = sc.render(empty, board, compute_truth=False).image
+    jpeg = sc.encode_jpeg(sc.finish_photo(img, photo), photo.jpeg_quality)
+    return cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), "bench re-render (no tokens, light changed)"
+
+
+def match(found: list[Position], truth: tuple[TrueToken, ...], limit_mm: float = MATCH_MM) -> dict[int, int]:
+    """truth index -> found index, nearest pairs first, within ``limit_mm``."""
+    if not found or not truth:
+        return {}
+    a = np.array([t.xy_mm for t in truth])
+    b = np.array([p.token.xy_mm for p in found])
+    dist = np.hypot(a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1])
+    pairs: dict[int, int] = {}
+    used: set[int] = set()
+    for flat in np.argsort(dist, axis=None, kind="stable"):
+        i, j = np.unravel_index(flat, dist.shape)
+        if dist[i, j] > limit_mm:
+            break
+        if int(i) in pairs or int(j) in used:
+            continue
+        pairs[int(i)] = int(j)
+        used.add(int(j))
+    return pairs
+
+
+def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...]) -> None:
+    """Add one scene's result to the tally."""
+    pairs = match(found, truth)
+    exact = sound = True
+    for i, t in enumerate(truth):
+        tally.tokens += 1
+        j = pairs.get(i)
+        if j is None:
+            tally.count_confusion(t.side, MISSED)
+            if t.state == "off_board":  # not seen and off the board: out, as the rules say (S2)
+                tally.right += 1
+                tally.unflagged += 1
+                tally.unflagged_right += 1
+            else:
+                tally.missed += 1
+                tally.unflagged += 1
+                exact = sound = False
+            continue
+        p = found[j]
+        tally.count_confusion(t.side, p.token.side)
+        tally.errors_mm.append(float(np.hypot(p.token.xy_mm[0] - t.xy_mm[0], p.token.xy_mm[1] - t.xy_mm[1])))
+        right = p.token.side == t.side and p.space == t.space and (t.space is not None or p.state == t.state)
+        tally.right += right
+        if not right:
+            exact = False
+        if p.ambiguous:
+            tally.flagged += 1
+        else:
+            tally.unflagged += 1
+            tally.unflagged_right += right
+            if not right:
+                sound = False
+    for j, p in enumerate(found):
+        if j in pairs.values():
+            continue
+        tally.false_detections += 1
+        if p.state != "off_board":
+            exact = False
+            if not p.ambiguous:
+                sound = False
+    tally.scenes += 1
+    tally.scenes_exact += exact
+    tally.scenes_sound += sound
+
+
+@dataclass(frozen=True)
+class Config:
+    name: str
+    reference: bool
+    model: bool
+    calibration: str  # given | auto
+
+
+def configurations(has_model: bool) -> list[Config]:
+    out = []
+    for cal in ("given", "auto"):
+        out.append(Config(f"reference frame, {cal} calibration", True, False, cal))
+        if has_model:
+            out.append(Config(f"learned model, {cal} calibration", False, True, cal))
+            out.append(Config(f"model + reference, {cal} calibration", True, True, cal))
+    return out
+
+
+def run(board: Board, scenes: int, seed_start: int = 0, model=None,
+        progress: Callable[[int], None] | None = None,
+        checkpoint: Callable[[list[Tally], dict, int], None] | None = None,
+        checkpoint_every: int = 25) -> tuple[list[Tally], dict]:
+    """Run every configuration on scenes ``seed_start .. seed_start + scenes - 1``; returns tallies and facts.
+
+    ``checkpoint(tallies, facts, scenes_done)`` is called every ``checkpoint_every`` scenes, so a
+    long run leaves partial results behind.
+    """
+    from knockcam.calibrate import calibrate
+    from knockcam.detect import detect_tokens
+
+    if seed_start < 0 or seed_start + scenes > HELD_OUT_LIMIT:
+        raise KnockcamError(f"benchmark seeds must stay below {HELD_OUT_LIMIT} (training uses the rest): "
+                            f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
+    configs = configurations(model is not None)
+    tallies = {c.name: Tally(c.name) for c in configs}
+    facts = {"reference_source": set(), "calibration_ms": []}
+    for n, seed in enumerate(range(seed_start, seed_start + scenes)):
+        scene = make_scene(board, seed)
+        facts["reference_source"].add(scene.reference_source)
+        auto_cal = None
+        try:
+            t0 = time.perf_counter()
+            auto_cal = calibrate(scene.image, board)
+            facts["calibration_ms"].append((time.perf_counter() - t0) * 1000)
+        except KnockcamError:
+            auto_cal = None
+        for c in configs:
+            tally = tallies[c.name]
+            cal = scene.calibration if c.calibration == "given" else auto_cal
+            if cal is None:
+                tally.calibration_failures += 1
+                score_scene(tally, [], scene.tokens)
+                continue
+            t0, c0 = time.perf_counter(), time.process_time()
+            tokens = detect_tokens(scene.image, cal, board, reference=scene.reference if c.reference else None,
+                                   model=model if c.model else None)
+            positions = assign(tokens, board)
+            tally.ms.append((time.perf_counter() - t0) * 1000)
+            tally.cpu_ms.append((time.process_time() - c0) * 1000)
+            score_scene(tally, positions, scene.tokens)
+        if progress:
+            progress(n + 1)
+        if checkpoint and (n + 1) % checkpoint_every == 0 and n + 1 < scenes:
+            checkpoint([tallies[c.name] for c in configs], facts, n + 1)
+    return [tallies[c.name] for c in configs], facts
+
+
+TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
+
+
+def _pct(num: int, den: int) -> str:
+    return f"{100.0 * num / den:.2f}%" if den else "n/a"
+
+
+def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_start: int,
+           model_note: str, done: int | None = None) -> str:
+    """The results file (markdown); ``done`` < ``scenes`` marks a partial result of a run still going."""
+    lines = ["# Detection benchmark", ""]
+    if done is not None and done < scenes:
+        lines += [f"**PARTIAL: {done} of {scenes} scenes so far (the run is still going or was stopped).**", ""]
+        scenes = done
+    lines += [
+        f"Made by: `{command}`",
+        "",
+        f"Data: {scenes} held-out synthetic scenes (knockcam.synth, seeds {seed_start}..{seed_start + scenes - 1}, "
+        f"index 0; training uses seeds >= {HELD_OUT_LIMIT}), 1280x720, overhead to 60 degrees, all the synth's cases "
+        "(touching tokens, near lines, fallen, off the board, occluders, blur, noise, JPEG). Synthetic only: no real "
+        "photo was measured.",
+        f"Reference frames: {', '.join(sorted(facts['reference_source']))}.",
+        f"Learned model: {model_note}.",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible, shared with other work while it ran.",
+        "",
+        "A token is right when its side and its resting place (space id, or no space / off the board; RULES.md S3 "
+        "from the true base centre) are right. A token not found counts as right only if it is off the board. "
+        "Flagged = `ambiguous` (a human's call). Scenes exactly right: every token right and no false detection "
+        "on the board, flags or not; scenes sound: every token right or flagged and no unflagged false detection.",
+        "",
+        f"Targets (issue 6): >= {TARGETS['unflagged'] * 100:.1f}% of unflagged tokens right, <= "
+        f"{TARGETS['flagged'] * 100:.0f}% flagged, >= {TARGETS['exact'] * 100:.0f}% of scenes exactly right, no colour "
+        f"confusions, <= {TARGETS['ms']:.0f} ms per image.",
+        "",
+        "| configuration | tokens | right | right among unflagged | flagged | missed | false detections | "
+        "scenes exactly right | scenes sound | colour confusions | median ms | median CPU ms | median error mm | "
+        "calibration failures |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for t in tallies:
+        conf = sum(v for (a, b), v in t.confusion.items() if b != MISSED and a != b)
+        ms = f"{np.median(t.ms):.0f}" if t.ms else "n/a"
+        cpu = f"{np.median(t.cpu_ms):.0f}" if t.cpu_ms else "n/a"
+        err = f"{np.median(t.errors_mm):.2f}" if t.errors_mm else "n/a"
+        lines.append(f"| {t.name} | {t.tokens} | {_pct(t.right, t.tokens)} | {_pct(t.unflagged_right, t.unflagged)} | "
+                     f"{_pct(t.flagged, t.tokens)} | {t.missed} | {t.false_detections} | "
+                     f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} | {ms} | {cpu} | {err} | "
+                     f"{t.calibration_failures} |")
+    cal_ms = facts.get("calibration_ms") or []
+    if cal_ms:
+        lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]
+    lines += ["", "Median ms: wall-clock detection + assignment per 1280x720 image, after model load, on a machine "
+              "shared with a training job and other work (load average well above its 2 cores), so wall time is "
+              "inflated; median CPU ms is the process's CPU time for the same call (OpenCV may use both cores).", ""]
+    for t in tallies:
+        lines += [f"## Colour confusions: {t.name}", "", "| true \\ found | " + " | ".join(SIDES) + f" | {MISSED} |",
+                  "|---" * (len(SIDES) + 2) + "|"]
+        for a in SIDES:
+            row = [str(t.confusion.get((a, b), 0)) for b in SIDES + (MISSED,)]
+            lines.append(f"| {a} | " + " | ".join(row) + " |")
+        lines.append("")
+    verdict = []
+    for t in tallies:
+        conf = sum(v for (a, b), v in t.confusion.items() if b != MISSED and a != b)
+        ok = {
+            "unflagged": t.unflagged and t.unflagged_right / t.unflagged >= TARGETS["unflagged"],
+            "flagged": t.tokens and t.flagged / t.tokens <= TARGETS["flagged"],
+            "exact": t.scenes and t.scenes_exact / t.scenes >= TARGETS["exact"],
+            "colour": conf == 0,
+            "ms": bool(t.ms) and float(np.median(t.ms)) <= TARGETS["ms"],
+        }
+        met = [k for k, v in ok.items() if v]
+        missed = [k for k, v in ok.items() if not v]
+        verdict.append(f"- {t.name}: met {', '.join(met) or 'none'}; not met {', '.join(missed) or 'none'}")
+    lines += ["## Targets", ""] + verdict + [""]
+    return "\n".join(lines)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)

@@ -1,0 +1,248 @@
+"""``knockcam score IMAGE|DIR``: which token rests where in a photo and, with a turn order, who gets paid.
+
+One photo: a table (or ``--json``, the contract other tools read) and, with ``--evidence``, the
+evidence picture. A folder: every photo in it, with a progress bar, a summary (CSV and JSON) and an
+evidence picture per photo in ``--out``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from knockcam.errors import KnockcamError
+
+EPILOG = """examples:
+  knockcam score photo.jpg                                   automatic calibration, positions only
+  knockcam score photo.jpg --order red,blue,green --pot 500  positions and payouts (knockcam round)
+  knockcam score photo.jpg --corners "102,655 1180,640 930,80 310,85" --evidence evidence.png
+  knockcam score photo.jpg --calibration calibration/table.yaml --reference empty.jpg --json
+  knockcam score photos/ --order red,blue --out scores/      every photo: summary.csv, summary.json, evidence/
+
+exit codes: 0 scored; 2 bad input (one line on stderr says what and what to do);
+            1 a folder where some photos could not be scored (summary.csv says which and why)"""
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser("score", help="score a photo (or a folder of photos): positions, payouts, evidence",
+                              description="Find the board and the tokens in a photo, say which space each "
+                                          "token's base rests on (RULES.md S3), flag close calls, and with "
+                                          "--order score the round.",
+                              epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("target", metavar="IMAGE|DIR", help="a photo of the board, or a folder of photos")
+    add_scoring_options(p)
+    p.add_argument("--json", action="store_true", help="print JSON (the contract in docs/scoring.md) instead of tables")
+    p.add_argument("--evidence", metavar="OUT.png", help="write the evidence picture for this photo")
+    p.add_argument("--out", metavar="DIR", help="folder mode: where summary.csv, summary.json and evidence/ go "
+                                               "(default: DIR/knockcam-scores)")
+    p.set_defaults(run=run)
+
+
+def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> None:
+    """The options every scoring verb shares (score, explain): calibration, empty frame, board (and round)."""
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--calibration", metavar="FILE", help="a saved calibration (knockcam calibrate)")
+    how.add_argument("--corners", metavar='"x,y x,y x,y x,y"',
+                     help="the board's corners in pixels: near-left, near-right, far-right, far-left")
+    p.add_argument("--reference", metavar="EMPTY_IMAGE",
+                   help="the empty board from the same camera: turns on the reference-frame detector")
+    p.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    if not with_round:
+        p.set_defaults(order=None, pot=None)
+        return
+    p.add_argument("--order", metavar="SIDES", help="turn order, e.g. red,blue,green: score the round too")
+    p.add_argument("--pot", metavar="M", type=int, default=None, help="Free Parking pot before the round (default 500)")
+
+
+def options_from(args) -> "ScoreOptions":
+    from knockcam.pipeline import ScoreOptions, parse_order
+    from knockcam.rules.money import POT_START
+
+    if args.pot is not None and not args.order:
+        raise KnockcamError("--pot needs --order (the pot only matters when the round is scored)")
+    return ScoreOptions(calibration=args.calibration, corners=args.corners, reference=args.reference,
+                        board=args.board, order=parse_order(args.order),
+                        pot=POT_START if args.pot is None else int(args.pot))
+
+
+def run(args: argparse.Namespace) -> int:
+    target = Path(args.target)
+    if args.evidence and Path(args.evidence).suffix.lower() != ".png":
+        raise KnockcamError(f"--evidence writes a PNG: give a path ending in .png, not {args.evidence}")
+    if target.is_dir():
+        if args.evidence:
+            raise KnockcamError("--evidence is for one photo; for a folder the pictures go to --out DIR/evidence/")
+        return run_folder(target, args)
+    if args.out:
+        raise KnockcamError("--out is for a folder of photos; for one photo use --evidence OUT.png")
+    from knockcam.pipeline import Scorer
+
+    scorer = Scorer(options_from(args))
+    scored = scorer.score(target)
+    written = None
+    if args.evidence:
+        from knockcam.report.evidence import write_evidence
+
+        written = write_evidence(scored, args.evidence)
+    if args.json:
+        print(json.dumps(scored.to_dict(), indent=2))
+        return 0
+    print_scored(scored, evidence=written)
+    return 0
+
+
+# --- tables -----------------------------------------------------------------------------------
+def tokens_table(scored):
+    """The tokens as a rich table: number, side, where it rests, coverage, margin, confidence, notes."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from knockcam.report.evidence import call_words, space_name
+
+    board = scored.board
+    table = Table(title=f"Tokens in {Path(scored.image_path).name}", title_justify="left")
+    for header in ("#", "Side", "Rests on (S3)", "Coverage", "Margin", "Conf.", "Note"):
+        table.add_column(header, justify="right" if header in ("#", "Coverage", "Margin", "Conf.") else "left")
+    for i, p in enumerate(scored.positions, 1):
+        notes = []
+        if p.ambiguous:
+            rival = space_name(board, p.runner_up)
+            rival += f" ({p.runner_up_coverage:.0%})" if p.runner_up_coverage >= 0.005 else ""
+            notes.append(f"CLOSE CALL vs {rival}: a human decides")
+        notes += [f.replace("_", " ") for f in p.flags if f not in ("close_call", "off_board")]
+        style = "bold magenta" if p.ambiguous else None
+        table.add_row(str(i), Text(p.side, style=_side_style(p.side)), call_words(board, p), f"{p.coverage:.0%}",
+                      f"{p.margin_mm:.1f} mm", f"{p.token.confidence:.2f}", "; ".join(notes), style=style)
+    return table
+
+
+def _side_style(side: str) -> str:
+    return {"red": "red", "yellow": "yellow", "green": "green", "blue": "blue"}.get(side, "")
+
+
+def print_scored(scored, evidence: Path | None = None, console=None) -> None:
+    """Tokens, then (with an order) the payout table of ``knockcam round``, Free Parking and the close calls."""
+    from rich.console import Console
+
+    from knockcam.cli.round import round_tables
+    from knockcam.report.evidence import free_parking_line, stake_lines
+
+    console = console or Console()
+    cal = scored.calibration
+    err = f"{cal.error_mm:.1f} mm" if cal.error_mm is not None else "unknown"
+    console.print(f"calibration: {cal.method} (error {err}), detector: {scored.detector}")
+    console.print(tokens_table(scored))
+    for i, why in scored.left_out:
+        console.print(f"[dim]#{i + 1} not scored in the round: {why}[/dim]")
+    if scored.round is not None:
+        sides, pot, _ledger = round_tables(scored.round, scored.board, title="Payout")
+        console.print(sides)
+        console.print(pot)
+        console.print(free_parking_line(scored))
+        for line in stake_lines(scored):
+            console.print(f"[magenta]close call: {line}[/magenta]")
+    n_close = len(scored.ambiguous)
+    if n_close:
+        console.print(f"[bold magenta]{n_close} close call{'s' if n_close > 1 else ''}: look at the evidence and "
+                      "decide; 'knockcam explain IMAGE --token SIDE' shows the numbers.[/bold magenta]")
+    if evidence is not None:
+        console.print(f"evidence: {evidence}", soft_wrap=True)
+
+
+# --- a folder ---------------------------------------------------------------------------------
+SUMMARY_FIELDS = ("image", "status", "tokens", "close_calls", "calibration", "calibration_error_mm", "red", "yellow",
+                  "green", "blue", "pot_after", "evidence", "error")
+TOKEN_FIELDS = ("image", "n", "side", "space", "state", "coverage", "margin_mm", "x_mm", "y_mm", "ambiguous",
+                "confidence")
+
+
+def photos_in(folder: Path) -> list[Path]:
+    from knockcam.pipeline import PHOTO_SUFFIXES
+
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in PHOTO_SUFFIXES
+                  and not p.name.startswith("."))
+
+
+def run_folder(folder: Path, args) -> int:
+    """Score every photo in ``folder``; write summary.csv, tokens.csv, summary.json and evidence/ in --out."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from knockcam.pipeline import Scorer, write_atomic
+    from knockcam.report.evidence import write_evidence
+
+    photos = photos_in(folder)
+    if not photos:
+        raise KnockcamError(f"no photos in {folder} (looked for .jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp)")
+    out = Path(args.out) if args.out else folder / "knockcam-scores"
+    if out.exists() and not out.is_dir():
+        raise KnockcamError(f"--out {out} is a file, not a folder")
+    scorer = Scorer(options_from(args))
+    records, token_rows = [], []
+    err_console = Console(stderr=True)
+    with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[name]}"),
+                  TimeRemainingColumn(), console=err_console, transient=False) as progress:
+        task = progress.add_task("score", total=len(photos), name="")
+        for photo in photos:
+            progress.update(task, name=photo.name)
+            record = {"image": str(photo), "status": "error", "evidence": None, "error": None, "result": None}
+            try:
+                scored = scorer.score(photo)
+                evidence = write_evidence(scored, out / "evidence" / f"{photo.stem}.png")
+                record.update(status="ok", evidence=str(evidence), result=scored.to_dict(),
+                              timings_ms=scored.timings_ms)
+                for n, t in enumerate(record["result"]["tokens"], 1):
+                    token_rows.append({"image": photo.name, "n": n, "side": t["side"], "space": t["space"] or "",
+                                       "state": t["state"], "coverage": t["coverage"], "margin_mm": t["margin_mm"],
+                                       "x_mm": t["xy_mm"][0], "y_mm": t["xy_mm"][1], "ambiguous": t["ambiguous"],
+                                       "confidence": t["confidence"]})
+            except KnockcamError as exc:
+                record["error"] = str(exc)
+            except Exception as exc:  # a bug must not cost the rest of the night's photos; it is recorded
+                record["error"] = f"internal error ({type(exc).__name__}: {exc}); please report it"
+            if record["error"]:
+                where = "" if str(photo) in record["error"] else f"{photo.name}: "
+                progress.console.print(f"{where}{record['error']}", style="yellow", markup=False, highlight=False)
+            records.append(record)
+            progress.advance(task)
+    summary = {"folder": str(folder), "photos": len(photos), "scored": sum(r["status"] == "ok" for r in records),
+               "order": list(scorer.options.order), "results": records}
+    write_atomic(out / "summary.csv", _csv([_summary_row(r) for r in records], SUMMARY_FIELDS))
+    write_atomic(out / "tokens.csv", _csv(token_rows, TOKEN_FIELDS))
+    write_atomic(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode("utf-8"))
+    failed = len(photos) - summary["scored"]
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        Console().print(f"scored {summary['scored']} of {len(photos)} photos; summary: {out / 'summary.csv'}, "
+                        f"{out / 'tokens.csv'}, {out / 'summary.json'}; evidence: {out / 'evidence'}/", soft_wrap=True)
+    if failed == len(photos):
+        raise KnockcamError(f"none of the {len(photos)} photos in {folder} could be scored: see {out / 'summary.csv'}")
+    return 1 if failed else 0
+
+
+def _summary_row(record: dict) -> dict:
+    row = {"image": Path(record["image"]).name, "status": record["status"], "evidence": record["evidence"] or "",
+           "error": record["error"] or ""}
+    result = record["result"]
+    if result:
+        row.update(tokens=len(result["tokens"]), close_calls=sum(t["ambiguous"] for t in result["tokens"]),
+                   calibration=result["calibration"]["method"],
+                   calibration_error_mm=result["calibration"]["error_mm"])
+        if result["round"]:
+            row.update({side: delta for side, delta in result["round"]["delta"].items()})
+            row["pot_after"] = result["round"]["pot_after"]
+    return row
+
+
+def _csv(rows: list[dict], fields: tuple[str, ...]) -> bytes:
+    import csv
+    import io
+
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
+    writer.writeheader()
+    for row in rows:
+        writer.writerow({k: ("" if row.get(k) is None else row.get(k, "")) for k in fields})
+    return buf.getvalue().encode("utf-8")

@@ -1,0 +1,108 @@
+"""``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx.
+
+Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
+``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+
+def register(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "train",
+        help="train the token detector (needs the [train] extra) or measure one (--evaluate)",
+        description="Train the learned token detector from scratch on a canonical YOLO dataset made by "
+                    "'knockcam synth OUT --yolo', export it to OUT/tokens.onnx; or, with --evaluate, "
+                    "measure an exported model on a held-out dataset. Recipe: knockcam/data/detect.yaml.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    parser.add_argument("dataset", metavar="DATASET_DIR", type=Path, nargs="?",
+                        help="dataset with images/ and labels/ (optional with --resume)")
+    parser.add_argument("--epochs", type=int, default=None, help="epochs (default: detect.yaml train.epochs)")
+    parser.add_argument("--hours", type=float, default=None,
+                        help="train for this wall-clock time instead of --epochs (epochs fitted after the first)")
+    parser.add_argument("--imgsz", type=int, default=None,
+                        help="training size, long side in px (default: the canonical view's, rounded to 32)")
+    parser.add_argument("--batch", type=int, default=None, help="batch size (default: detect.yaml)")
+    parser.add_argument("--workers", type=int, default=None, help="dataloader workers (default: detect.yaml)")
+    parser.add_argument("--out", type=Path, default=Path("models"), help="folder for tokens.onnx")
+    parser.add_argument("--runs", type=Path, default=Path("runs"), help="folder for checkpoints and logs")
+    parser.add_argument("--name", default="tokens", help="run name under --runs")
+    parser.add_argument("--resume", action="store_true", help="continue RUNS/NAME/weights/last.pt")
+    parser.add_argument("--export", type=Path, metavar="WEIGHTS.pt", default=None,
+                        help="only export these weights to OUT/tokens.onnx")
+    parser.add_argument("--evaluate", type=Path, metavar="MODEL.onnx", default=None,
+                        help="only measure this model on DATASET_DIR (held-out scenes)")
+    parser.add_argument("--conf", type=float, default=None, help="with --evaluate: score threshold (default: detect.yaml)")
+    parser.add_argument("--limit", type=int, default=None, help="with --evaluate: at most this many images")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    parser.set_defaults(run=run)
+
+
+def run(args) -> int:
+    from knockcam.errors import KnockcamError
+
+    if args.epochs is not None and args.epochs < 1:
+        raise KnockcamError(f"--epochs must be at least 1, not {args.epochs}")
+    if args.hours is not None and not 0 < args.hours <= 48:
+        raise KnockcamError(f"--hours must be between 0 and 48, not {args.hours}")
+    if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
+        raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
+    from knockcam.detect import train as training
+
+    if args.evaluate is not None:
+        if args.dataset is None:
+            raise KnockcamError("--evaluate needs a DATASET_DIR of held-out scenes")
+        result = training.evaluate(args.evaluate, args.dataset, limit=args.limit, conf=args.conf)
+        _print_evaluation(result, args.json, training)
+        return 0
+    if args.export is not None:
+        from knockcam.board.layout import load_board
+        from knockcam.detect.canonical import canonical_view
+        from knockcam.detect.model import input_hw_for
+
+        onnx = training.export_onnx(args.export, args.out, input_hw_for(canonical_view(load_board())))
+        print(onnx)
+        return 0
+    if args.dataset is not None and not args.dataset.is_dir():
+        raise KnockcamError(f"dataset folder not found: {args.dataset} (make one with 'knockcam synth OUT --yolo')")
+    result = training.train(args.dataset, epochs=args.epochs, imgsz=args.imgsz, out=args.out, runs=args.runs,
+                            name=args.name, resume=args.resume, batch=args.batch, workers=args.workers,
+                            hours=args.hours)
+    if args.json:
+        import json
+
+        print(json.dumps({"run_dir": str(result.run_dir), "weights": str(result.weights),
+                          "onnx": str(result.onnx), "seconds": round(result.seconds, 1)}))
+    else:
+        print(f"trained in {result.seconds / 60:.1f} min: {result.weights}\nexported: {result.onnx}")
+    return 0
+
+
+def _print_evaluation(result, as_json: bool, training) -> None:
+    if as_json:
+        print(training.evaluation_json(result))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"token model on {result.images} held-out images, {result.tokens} tokens")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    rows = [
+        ("recall (base within %.1f mm)" % result.match_mm, f"{result.recall:.2%}"),
+        ("precision", f"{result.precision:.2%}"),
+        ("side accuracy (matched)", f"{result.side_accuracy:.2%}"),
+        ("tokens right (place and side)", f"{result.token_accuracy:.2%}"),
+        ("scenes exactly right", f"{result.scenes_exact:.2%}"),
+        ("base error median / p95 / max", f"{result.error_mm_median:.2f} / {result.error_mm_p95:.2f} / "
+                                          f"{result.error_mm_max:.2f} mm"),
+        ("ms per canonical image median / p95", f"{result.ms_median:.1f} / {result.ms_p95:.1f}"),
+        ("colour confusions", ", ".join(f"{k}: {v}" for k, v in result.confusions.items()) or "none"),
+    ]
+    for key, value in rows:
+        table.add_row(key, value)
+    Console().print(table)

@@ -1,0 +1,69 @@
+"""Two detectors, one answer: learned and reference-frame tokens matched by side and distance.
+
+Where both saw the same token (same side, bases close) the positions are averaged by their
+uncertainty and the token is trusted more (source "both"). Where they disagree -- one saw a token
+the other did not ("model_only" / "reference_only"), or they saw it in different colours
+("conflict") -- the token is kept, marked, and knockcam.assign flags it for a human.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from knockcam.detect.tokens import Token
+
+MATCH_MM = 12.0  # two detections of one token are closer than this (bases are >= 25 mm apart)
+
+
+def combine(model: list[Token], reference: list[Token], match_mm: float = MATCH_MM) -> list[Token]:
+    """Merge the two detectors' tokens; order: matched, then conflicts, then one-detector tokens."""
+    pairs = _match(model, reference, match_mm)
+    used_m = {i for i, _ in pairs}
+    used_r = {j for _, j in pairs}
+    out: list[Token] = []
+    for i, j in pairs:
+        m, r = model[i], reference[j]
+        if m.side == r.side:
+            out.append(_fuse(m, r))
+        else:  # same place, different colour: keep the more confident one, marked
+            best = m if m.confidence >= r.confidence else r
+            out.append(replace(best, source="conflict", confidence=abs(m.confidence - r.confidence)))
+    out += [replace(model[i], source="model_only") for i in range(len(model)) if i not in used_m]
+    out += [replace(reference[j], source="reference_only") for j in range(len(reference)) if j not in used_r]
+    return out
+
+
+def _match(model: list[Token], reference: list[Token], match_mm: float) -> list[tuple[int, int]]:
+    """Greedy nearest pairs within ``match_mm``, same side first (a colour conflict only as a last resort)."""
+    if not model or not reference:
+        return []
+    a = np.array([t.xy_mm for t in model], dtype=np.float64)
+    b = np.array([t.xy_mm for t in reference], dtype=np.float64)
+    dist = np.hypot(a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1])
+    same = np.array([[m.side == r.side for r in reference] for m in model])
+    cost = np.where(same, dist, dist + 1000.0)  # prefer a same-side partner at any distance within reach
+    pairs, used_m, used_r = [], set(), set()
+    for flat in np.argsort(cost, axis=None, kind="stable"):
+        i, j = np.unravel_index(flat, cost.shape)
+        if i in used_m or j in used_r or dist[i, j] > match_mm:
+            continue
+        pairs.append((int(i), int(j)))
+        used_m.add(i)
+        used_r.add(j)
+    return pairs
+
+
+def _fuse(m: Token, r: Token) -> Token:
+    """Inverse-variance average of two detections of one token."""
+    wm, wr = 1.0 / m.sigma_mm ** 2, 1.0 / r.sigma_mm ** 2
+    xy = (np.asarray(m.xy_mm) * wm + np.asarray(r.xy_mm) * wr) / (wm + wr)
+    sigma = float(np.sqrt(1.0 / (wm + wr)))
+    # the two estimates must agree within their errors, else the fused sigma is optimistic
+    gap = float(np.hypot(m.xy_mm[0] - r.xy_mm[0], m.xy_mm[1] - r.xy_mm[1]))
+    sigma = max(sigma, gap / 2.0)
+    confidence = 1.0 - (1.0 - m.confidence) * (1.0 - r.confidence)
+    xy_px = r.xy_px if r.xy_px is not None else m.xy_px
+    return Token(side=m.side, xy_mm=(float(xy[0]), float(xy[1])), confidence=round(confidence, 4),
+                 sigma_mm=round(sigma, 3), xy_px=xy_px, source="both", fallen=m.fallen or r.fallen)

@@ -1,0 +1,499 @@
+"""The reference-frame detector: tokens are what changed since an empty-board frame from the same camera.
+
+Both frames are warped top-down (board millimetres) and the light change between them is removed.
+A pixel changed when its colour left the direction of the reference's colour (a shadow only scales
+it); plastic-coloured changes (red, yellow, green, blue, hue after white balance on the paper) and
+large changes form the token mask. A standing token's figure leans away from the camera in the
+warp, but its base disc lies on the board and every ray to it hits the token first: the base is
+the disc of the board's base diameter that fits in the blob at the end nearest the camera's nadir
+(the board point under the camera, recovered from the homography), refined by a circle fit to
+the half-contrast rim on that side. Bases are taken nearest-first, so touching tokens split.
+Independent of the board art. Known blind spot: a token on a printed area of its own colour
+(a blue token on a dark-blue band) barely differs from the empty board there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.board.topdown import TopDown
+from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+from knockcam.sides import SIDES
+
+SOURCE = "reference"
+
+
+# --- the camera ------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Viewpoint:
+    """Where the camera is over the board: its centre in board mm (z = height) and how it was found."""
+
+    center_mm: np.ndarray  # (3,) x, y, height above the board face
+    focal_px: float
+    estimated_focal: bool  # False when the homography could not fix f (near-overhead) and a default was used
+
+    @property
+    def nadir_mm(self) -> np.ndarray:
+        return self.center_mm[:2]
+
+    @property
+    def height_mm(self) -> float:
+        return float(self.center_mm[2])
+
+
+def viewpoint(calibration: Calibration) -> Viewpoint:
+    """The camera centre from the homography: K from the lens model, or f from the orthogonality constraints.
+
+    With K = [[f, 0, cx], [0, f, cy], [0, 0, 1]] (principal point at the image centre when the lens
+    is not calibrated), K^-1 H = s [r1 r2 t]: r1 . r2 = 0 and |r1| = |r2| give two equations in 1/f^2.
+    Near overhead both vanish and f is unknown; the nadir (what matters most) stays well defined.
+    """
+    h = np.asarray(calibration.homography, dtype=np.float64)
+    w_img, h_img = calibration.image_size
+    estimated = True
+    if calibration.camera_matrix is not None:
+        k = np.asarray(calibration.camera_matrix, dtype=np.float64)
+        f = float(k[0, 0])
+    else:
+        cx, cy = w_img / 2.0, h_img / 2.0
+        a = np.array([[1, 0, -cx], [0, 1, -cy], [0, 0, 1.0]]) @ h
+        a = a / np.linalg.norm(a[:, :2])
+        (a1, b1, c1), (a2, b2, c2) = a[:, 0], a[:, 1]
+        p = np.array([a1 * a2 + b1 * b2, a1 * a1 + b1 * b1 - a2 * a2 - b2 * b2])
+        q = np.array([c1 * c2, c1 * c1 - c2 * c2])
+        denom = float(p @ p)
+        inv_f2 = -float(p @ q) / denom if denom > 0 else -1.0
+        f = 1.0 / np.sqrt(inv_f2) if inv_f2 > 0 else np.inf
+        lo, hi = 0.3 * w_img, 6.0 * w_img
+        if not (lo <= f <= hi):
+            f, estimated = 1.1 * w_img, False  # about a 50 degree lens: a phone or webcam
+        k = np.array([[f, 0, cx], [0, f, cy], [0, 0, 1.0]])
+    m = np.linalg.inv(k) @ h
+    scale = 2.0 / (np.linalg.norm(m[:, 0]) + np.linalg.norm(m[:, 1]))
+    m = m * scale
+    if m[2, 2] < 0:  # the board origin must be in front of the camera
+        m = -m
+    r1, r2, t = m[:, 0], m[:, 1], m[:, 2]
+    rot = np.column_stack([r1, r2, np.cross(r1, r2)])
+    u, _, vt = np.linalg.svd(rot)
+    rot = u @ vt
+    center = -rot.T @ t
+    center[2] = abs(center[2])
+    return Viewpoint(center_mm=center, focal_px=float(f), estimated_focal=estimated)
+
+
+# --- the top-down warp -----------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Warp:
+    """Maps from the top-down working raster to the photo, shared by the photo and its reference."""
+
+    view: TopDown
+    map_x: np.ndarray
+    map_y: np.ndarray
+    valid: np.ndarray  # bool, the raster pixel falls inside the photo
+
+    def apply(self, image: np.ndarray) -> np.ndarray:
+        return cv2.remap(image, self.map_x, self.map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+
+
+def make_warp(calibration: Calibration, board: Board, cfg: dict | None = None) -> Warp:
+    """The photo -> top-down remap for this calibration (lens distortion included), on a coarse grid."""
+    cfg = cfg or settings.load("reference")
+    wcfg = cfg["warp"]
+    view = TopDown(board, px_per_mm=float(wcfg["px_per_mm"]), margin_mm=float(wcfg["margin_mm"]))
+    w, h = view.size
+    step = int(wcfg["grid_px"])
+    gw, gh = w // step + 2, h // step + 2
+    gy, gx = np.mgrid[0:gh, 0:gw].astype(np.float64) * step
+    mm = view.to_mm(np.stack([gx.ravel(), gy.ravel()], axis=1))
+    px = calibration.mm_to_px(mm).astype(np.float32).reshape(gh, gw, 2)
+    mx, my = np.meshgrid(np.arange(w, dtype=np.float32) / step, np.arange(h, dtype=np.float32) / step)
+    map_x = cv2.remap(px[..., 0], mx, my, cv2.INTER_LINEAR)
+    map_y = cv2.remap(px[..., 1], mx, my, cv2.INTER_LINEAR)
+    iw, ih = calibration.image_size
+    valid = (map_x >= 0) & (map_y >= 0) & (map_x <= iw - 1) & (map_y <= ih - 1)
+    return Warp(view=view, map_x=map_x, map_y=map_y, valid=valid)
+
+
+# --- light and colour ------------------------------------------------------------------------
+def match_light(image: np.ndarray, reference: np.ndarray, valid: np.ndarray, cfg: dict) -> np.ndarray:
+    """The reference as it would look under the photo's light (float32 BGR): a smooth per-channel gain field.
+
+    Exposure, white balance and uneven light change between the two shots; each multiplies the
+    reference locally. The gain is the ratio of block means, median-filtered over neighbouring
+    blocks so that tokens, hands and shadows (a minority of any neighbourhood) do not pull it,
+    then interpolated back to every pixel.
+    """
+    lcfg = cfg["light"]
+    block = int(lcfg["block_px"])
+    h, w = image.shape[:2]
+    small = (max(1, w // block), max(1, h // block))
+    a = cv2.resize(image, small, interpolation=cv2.INTER_AREA).astype(np.float32)
+    b = cv2.resize(reference, small, interpolation=cv2.INTER_AREA).astype(np.float32)
+    ok = cv2.resize(valid.astype(np.uint8), small, interpolation=cv2.INTER_NEAREST) > 0
+    gain = np.log(a + 8.0) - np.log(b + 8.0)
+    clipped = (a.max(axis=2) > 250) | (b.max(axis=2) > 250)
+    usable = ok & ~clipped
+    if usable.sum() < 10:
+        usable = ok
+    fallback = np.median(gain[usable], axis=0) if usable.any() else np.zeros(3, np.float32)
+    gain[~usable] = fallback
+    for _ in range(int(lcfg["median_passes"])):
+        gain = cv2.medianBlur(gain, 5)
+    gain = cv2.GaussianBlur(gain, (0, 0), 1.0)
+    field = cv2.resize(gain, (w, h), interpolation=cv2.INTER_LINEAR)
+    out = (reference.astype(np.float32) + 8.0) * np.exp(field) - 8.0
+    return np.clip(out, 0, 255)
+
+
+def paper_gains(matched_ref: np.ndarray, board_mask: np.ndarray) -> np.ndarray:
+    """Per-channel gains that make the board's paper (its brightest common colour) neutral grey."""
+    pix = matched_ref[::3, ::3][board_mask[::3, ::3]]
+    if len(pix) < 100:
+        return np.ones(3, np.float32)
+    lum = pix.sum(axis=1)
+    bright = pix[lum >= np.percentile(lum, 70)]
+    paper = np.median(bright, axis=0)
+    paper = np.maximum(paper, 1.0)
+    return (paper.mean() / paper).astype(np.float32)
+
+
+def colour_classes(image: np.ndarray, gains: np.ndarray, cfg: dict) -> np.ndarray:
+    """Per-pixel plastic colour: index into SIDES, or -1 (not a plastic colour)."""
+    ccfg = cfg["colour"]
+    balanced = np.clip(image.astype(np.float32) * gains, 0, 255).astype(np.uint8)
+    hsv = cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV_FULL)  # hue 0..255 for 0..360 degrees
+    hue = hsv[..., 0].astype(np.float32) * (360.0 / 256.0)
+    sat = hsv[..., 1].astype(np.float32) / 255.0
+    val = hsv[..., 2].astype(np.float32) / 255.0
+    lit = val >= float(ccfg["min_value"])
+    out = np.full(image.shape[:2], -1, np.int8)
+    for index, side in enumerate(SIDES):
+        inside = np.zeros(image.shape[:2], bool)
+        for lo, hi in ccfg["hues"][side]:
+            inside |= (hue >= lo) & (hue < hi)
+        out[lit & inside & (sat >= float(ccfg["min_saturation"][side]))] = index
+    return out
+
+
+def changed_pixels(image: np.ndarray, matched_ref: np.ndarray, cfg: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Pixels that differ from the reference by more than a shadow would: a new colour, or much brighter.
+
+    A shadow scales the reference's colour vector (A = k B); plastic replaces it. The part of the
+    photo's colour vector orthogonal to the reference's (in DN) measures the replacement and is
+    blind to shadows and to the light field's remaining error in brightness. Returns (changed:
+    a clear colour change or brightening; strong: a change no clipped or glared shadow makes; the
+    orthogonal residual in DN).
+    """
+    ch = cfg["change"]
+    a0, a1, a2 = cv2.split(image.astype(np.float32))
+    b0, b1, b2 = cv2.split(matched_ref + 4.0)  # + 4 keeps a black reference pixel's direction defined
+    k = (a0 * b0 + a1 * b1 + a2 * b2) / (b0 * b0 + b1 * b1 + b2 * b2)
+    p0, p1, p2 = a0 - k * b0, a1 - k * b1, a2 - k * b2
+    residual = cv2.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
+    sa = a0 + a1 + a2
+    ratio = (sa + 15.0) / (b0 + b1 + b2 + 3.0)
+    share = residual / (cv2.sqrt(a0 * a0 + a1 * a1 + a2 * a2) + 1.0)
+    changed = (residual > float(ch["residual_dn"])) & (share > float(ch["residual_share"]))
+    strong = changed & (share > float(ch["strong_share"]))
+    brighter = ratio > 1.0 + float(ch["brighter"])
+    return changed | brighter, strong | brighter, residual
+
+
+# --- tokens ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Blob:
+    """One found base in the working raster (pixels) with what the detector knows about it."""
+
+    center_px: tuple[float, float]
+    side_votes: tuple[float, ...]  # weight per side in SIDES
+    fitted: bool  # the front of the base was fitted (else: the coarse disc fit)
+    fallen: bool
+    rim_rms_px: float = 0.0  # how far the rim points stray from the fitted circle (non-round: shadow, blur, occlusion)
+
+
+def detect_reference(image: np.ndarray, reference: np.ndarray, calibration: Calibration,
+                     board: Board) -> list[Token]:
+    """Tokens in ``image`` by difference with ``reference`` (the empty board, same camera): base centres in mm."""
+    _check_pair(image, reference, calibration)
+    cfg = settings.load("reference")
+    warp = make_warp(calibration, board, cfg)
+    view = warp.view
+    a = cv2.blur(warp.apply(image), (3, 3))
+    b = cv2.blur(warp.apply(reference), (3, 3))
+    valid = warp.valid
+    matched = match_light(a, b, valid, cfg)
+    board_mask = _board_mask(view, valid)
+    gains = paper_gains(matched, board_mask)
+    classes = colour_classes(a, gains, cfg)
+    changed, strong, residual = changed_pixels(a, matched, cfg)
+    mask = (strong | (changed & (classes >= 0))) & valid
+    mask = _clean(mask)
+    vp = viewpoint(calibration)
+    blobs = find_bases(mask, classes, residual, view, vp, board, cfg)
+    sigma0 = float(cfg["token"]["sigma_mm"])
+    cal_err = float(calibration.error_mm or 0.0)
+    tokens = []
+    width, length = board.size_mm
+    edge = float(cfg["token"]["outside_mm"])
+    for blob in blobs:
+        votes = np.asarray(blob.side_votes)
+        xy = view.to_mm([blob.center_px])[0]
+        if not (-edge <= xy[0] <= width + edge and -edge <= xy[1] <= length + edge):
+            continue  # centred off the board: off the board either way (S2), and the table is not our business
+        total = float(votes.sum())
+        if total <= 0:
+            continue
+        side_i = int(votes.argmax())
+        purity = float(votes[side_i] / total)
+        if blob.fallen:
+            sigma = float(cfg["token"]["fallen_sigma_mm"])
+        else:
+            sigma = (float(np.hypot(sigma0, float(cfg["token"]["rim_rms_gain"]) * blob.rim_rms_px / view.px_per_mm))
+                     if blob.fitted else float(cfg["token"]["loose_sigma_mm"]))
+        sigma = float(np.hypot(sigma, cal_err))
+        px = calibration.mm_to_px([xy])[0]
+        confidence = purity * (0.95 if blob.fitted else 0.7) * (0.6 if blob.fallen else 1.0)
+        tokens.append(Token(side=SIDES[side_i], xy_mm=(float(xy[0]), float(xy[1])), confidence=round(confidence, 4),
+                            sigma_mm=round(sigma, 3), xy_px=(float(px[0]), float(px[1])), source=SOURCE,
+                            fallen=blob.fallen))
+    return tokens
+
+
+def _check_pair(image, reference, calibration: Calibration) -> None:
+    for name, img in (("photo", image), ("reference frame", reference)):
+        if not isinstance(img, np.ndarray) or img.ndim != 3 or img.shape[2] != 3 or img.dtype != np.uint8:
+            raise KnockcamError(f"the {name} must be an 8-bit colour image (got {getattr(img, 'shape', type(img))})")
+    if image.shape != reference.shape:
+        raise KnockcamError(f"the reference frame is {reference.shape[1]}x{reference.shape[0]} but the photo is "
+                            f"{image.shape[1]}x{image.shape[0]}: take the empty-board frame with the same camera")
+    w, h = calibration.image_size
+    if (image.shape[1], image.shape[0]) != (int(w), int(h)):
+        raise KnockcamError(f"the photo is {image.shape[1]}x{image.shape[0]} but the calibration is for {w}x{h}: "
+                            "calibrate this camera again")
+
+
+def _board_mask(view: TopDown, valid: np.ndarray) -> np.ndarray:
+    w, length = view.board.size_mm
+    corners = view.to_px([(0, 0), (w, 0), (w, length), (0, length)])
+    m = np.zeros(valid.shape, np.uint8)
+    cv2.fillConvexPoly(m, np.round(corners).astype(np.int32), 1)
+    return (m > 0) & valid
+
+
+def _clean(mask: np.ndarray) -> np.ndarray:
+    """Close small gaps (highlights, text under thin parts), fill holes, drop specks."""
+    m = mask.astype(np.uint8)
+    m = cv2.morphologyEx(m, cv2.MORPH_OPEN, np.ones((2, 2), np.uint8))
+    m = cv2.morphologyEx(m, cv2.MORPH_CLOSE, cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (5, 5)))
+    # fill holes: background not reachable from outside the raster is inside a token
+    padded = np.pad(m, 1)
+    reach = padded.copy()
+    cv2.floodFill(reach, None, (0, 0), 1)
+    m |= (reach[1:-1, 1:-1] == 0).astype(np.uint8)
+    return m.astype(bool)
+
+
+def _envelope(center_px: np.ndarray, nadir_px: np.ndarray, radius_px: float, lean: float) -> np.ndarray:
+    """Polygon (px) covering a standing token: its base disc swept up to its top, projected to the board."""
+    ang = np.linspace(0, 2 * np.pi, 24, endpoint=False)
+    ring = np.stack([np.cos(ang), np.sin(ang)], axis=1)
+    top_c = nadir_px + (center_px - nadir_px) * (1.0 + lean)
+    pts = np.vstack([center_px + radius_px * ring, top_c + radius_px * (1.0 + lean) * ring])
+    return cv2.convexHull(np.round(pts).astype(np.int32))
+
+
+def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view: TopDown, vp: Viewpoint,
+               board: Board, cfg: dict) -> list[Blob]:
+    """Base discs inside the token mask, nearest the camera first; each with colour votes (see module doc)."""
+    tcfg = cfg["token"]
+    s = view.px_per_mm
+    radius = board.token.base_diameter_mm / 2.0 * s
+    tol = float(tcfg["tolerance_mm"]) * s
+    excl = float(tcfg["exclusion_mm"]) * s
+    disc_area = np.pi * radius * radius
+    nadir = view.to_px([vp.nadir_mm])[0]
+    height = max(vp.height_mm, board.token.height_mm * 3)
+    lean = board.token.height_mm / (height - board.token.height_mm)
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    blobs: list[Blob] = []
+    ring_px = max(2, int(round(float(tcfg["ring_mm"]) * s)))
+    ring_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring_px + 1, 2 * ring_px + 1))
+    pad = int(np.ceil(radius)) + 2 + ring_px
+    hh, ww = mask.shape
+    for i in range(1, n):
+        x, y, bw, bh, area = stats[i]
+        if area < float(tcfg["min_area_share"]) * disc_area:
+            continue
+        x0, y0 = max(x - pad, 0), max(y - pad, 0)
+        x1, y1 = min(x + bw + pad, ww), min(y + bh + pad, hh)
+        comp = (labels[y0:y1, x0:x1] == i).astype(np.uint8)
+        cls = classes[y0:y1, x0:x1]
+        res = residual[y0:y1, x0:x1]
+        origin = np.array([x0, y0], np.float64)
+        dt = cv2.distanceTransform(comp, cv2.DIST_L2, 5)
+        feasible = dt >= radius - tol
+        explained = np.zeros_like(comp)
+        trusted = np.zeros_like(comp)
+        found: list[np.ndarray] = []
+        local_nadir = nadir - origin
+        ys, xs = np.nonzero(feasible)
+        cand = np.stack([xs, ys], axis=1).astype(np.float64)
+        rho = np.hypot(cand[:, 0] - local_nadir[0], cand[:, 1] - local_nadir[1]) if len(cand) else np.zeros(0)
+        order = np.argsort(rho, kind="stable")
+        alive = np.ones(len(cand), bool)
+        for k in order:
+            if not alive[k]:
+                continue
+            p0 = cand[k]
+            u = p0 - local_nadir
+            nu = np.linalg.norm(u)
+            u = u / nu if nu > 1e-6 else np.array([0.0, 1.0])
+            coarse = p0 + tol * u
+            centre, fitted, rms = _fit_front(res, coarse, u, radius)
+            disc = np.zeros_like(comp)
+            cv2.circle(disc, (int(round(centre[0])), int(round(centre[1]))), int(round(radius)), 1, -1)
+            new = int(np.count_nonzero(disc & comp & (1 - explained)))
+            disc_px = disc.astype(bool)
+            plastic = float(np.count_nonzero(cls[disc_px] >= 0)) / max(1, np.count_nonzero(disc_px))
+            if new < float(tcfg["min_new_share"]) * disc_area or plastic < float(tcfg["min_plastic_share"]):
+                alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * radius
+                continue
+            env = np.zeros_like(comp)
+            cv2.fillConvexPoly(env, _envelope(centre, local_nadir, radius, lean), 1)
+            # A token stands alone: just outside its silhouette the board shows, or tokens that stood
+            # alone themselves. One inside a wider changed area (glare, a hand, a card) is surrounded
+            # by it: not a token we can trust, or none at all.
+            ring = cv2.dilate(env, ring_kernel) & (1 - env) & (1 - trusted)
+            surrounded = float(np.count_nonzero(ring & comp)) / max(1, int(np.count_nonzero(ring)))
+            if surrounded > float(tcfg["max_surrounded"]):
+                alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * radius
+                continue
+            if surrounded > float(tcfg["doubt_surrounded"]):
+                fitted = False
+            else:
+                trusted |= env
+            alive &= np.hypot(cand[:, 0] - centre[0], cand[:, 1] - centre[1]) >= excl
+            own = env & comp & (1 - explained)
+            votes = _votes(cls, own.astype(bool), disc.astype(bool))
+            explained |= env
+            found.append(centre)
+            blobs.append(Blob(center_px=(float(centre[0] + x0), float(centre[1] + y0)), side_votes=votes,
+                              fitted=fitted, fallen=False, rim_rms_px=rms))
+        # Plastic the upright tokens found do not explain: a token lying on its side (no upright base
+        # fits it, or its figure points the wrong way), a token we could not place, or something else.
+        stray = (comp & (1 - explained)).astype(bool) & (cls >= 0)
+        stray_area = int(np.count_nonzero(stray))
+        if stray_area >= float(tcfg["stray_share"]) * disc_area:
+            ys, xs = np.nonzero(stray)
+            centroid = np.array([xs.mean(), ys.mean()])
+            near = [b for b, c in zip(blobs[len(blobs) - len(found):], found)
+                    if np.hypot(*(c - centroid)) < 2.5 * radius]
+            if near:  # beside a found base: that base may be a fallen token's, or misplaced
+                nearest = min(range(len(near)), key=lambda q: np.hypot(near[q].center_px[0] - x0 - centroid[0],
+                                                                       near[q].center_px[1] - y0 - centroid[1]))
+                idx = blobs.index(near[nearest])
+                blobs[idx] = Blob(center_px=blobs[idx].center_px, side_votes=blobs[idx].side_votes, fitted=False,
+                                  fallen=True, rim_rms_px=blobs[idx].rim_rms_px)
+            elif stray_area >= disc_area:
+                votes = _votes(cls, stray, stray)
+                blobs.append(Blob(center_px=(float(centroid[0] + x0), float(centroid[1] + y0)), side_votes=votes,
+                                  fitted=False, fallen=True))
+    return blobs
+
+
+def _votes(cls: np.ndarray, region: np.ndarray, disc: np.ndarray) -> tuple[float, ...]:
+    """Colour votes: every pixel of the token's own region, the base disc counted twice (least occluded)."""
+    votes = []
+    for index in range(len(SIDES)):
+        hit = cls == index
+        votes.append(float(np.count_nonzero(hit & region) + np.count_nonzero(hit & disc)))
+    return tuple(votes)
+
+
+def _bilinear(img: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    h, w = img.shape
+    x = np.clip(x, 0, w - 1.001)
+    y = np.clip(y, 0, h - 1.001)
+    x0 = x.astype(np.int32)
+    y0 = y.astype(np.int32)
+    fx, fy = x - x0, y - y0
+    return ((img[y0, x0] * (1 - fx) + img[y0, x0 + 1] * fx) * (1 - fy)
+            + (img[y0 + 1, x0] * (1 - fx) + img[y0 + 1, x0 + 1] * fx) * fy)
+
+
+def _front_edges(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float, rays: int = 31) -> np.ndarray:
+    """Sub-pixel points of the base's rim on the side facing the camera: half-contrast crossings along rays.
+
+    Along each ray from the (coarse) centre the change strength falls from the plastic's level to
+    the board's; the rim is where it crosses half-way. Blur and soft shadows move a fixed
+    threshold's edge, not the half-way point.
+    """
+    back = np.arctan2(-u[1], -u[0])
+    ang = back + np.linspace(-np.radians(80), np.radians(80), rays)
+    radii = np.arange(0.35 * radius, radius + 8.0, 0.5)
+    dx, dy = np.cos(ang), np.sin(ang)
+    xs = centre[0] + np.outer(dx, radii)
+    ys = centre[1] + np.outer(dy, radii)
+    prof = _bilinear(res, xs, ys)
+    inside = np.median(prof[:, radii <= 0.8 * radius], axis=1)
+    outside = np.median(prof[:, radii >= radius + 4.0], axis=1)
+    points = []
+    for k in range(rays):
+        lo, hi = outside[k], inside[k]
+        if hi - lo < 12.0:
+            continue
+        half = 0.5 * (lo + hi)
+        row = prof[k]
+        start = int(np.searchsorted(radii, 0.6 * radius))
+        below = np.nonzero(row[start:] < half)[0]
+        if not len(below):
+            continue
+        j = start + int(below[0])
+        if j == 0:
+            continue
+        r0, r1, v0, v1 = radii[j - 1], radii[j], row[j - 1], row[j]
+        r = r0 + (v0 - half) / (v0 - v1) * (r1 - r0) if v0 != v1 else r1
+        points.append((centre[0] + dx[k] * r, centre[1] + dy[k] * r))
+    return np.asarray(points, dtype=np.float64).reshape(-1, 2)
+
+
+def _fit_front(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float) -> tuple[np.ndarray, bool, float]:
+    """Refine a base centre on the blob's rim facing the camera: a circle of the base's radius through it.
+
+    The front of the blob is the base's rim on the board (the figure leans the other way), so a
+    circle through it is the base. Huber-weighted Gauss-Newton, re-sampling the rim from each new
+    centre. Returns the centre, whether the fit held, and the rim points' RMS distance (px) from
+    the circle (a round, clean rim is near 0; shadows, blur and occlusion raise it).
+    """
+    c = centre.copy()
+    rms = 0.0
+    for _round in range(3):
+        pts = _front_edges(res, c, u, radius)
+        if len(pts) < 8:
+            return centre, False, 0.0
+        for _ in range(8):
+            d = pts - c
+            r = np.hypot(d[:, 0], d[:, 1])
+            resid = r - radius
+            w = 1.0 / np.maximum(1.0, np.abs(resid) / 1.0)
+            jac = -d / np.maximum(r, 1e-6)[:, None]
+            jtj = (jac * w[:, None]).T @ jac
+            if np.linalg.cond(jtj) > 1e6:
+                return centre, False, 0.0
+            step = np.linalg.solve(jtj, -(jac * w[:, None]).T @ resid)
+            c = c + step
+            if np.hypot(*step) < 0.01:
+                break
+        d = pts - c
+        rms = float(np.sqrt(np.mean((np.hypot(d[:, 0], d[:, 1]) - radius) ** 2)))
+    if np.hypot(*(c - centre)) > 0.5 * radius:
+        return centre, False, 0.0
+    return c, True, rms

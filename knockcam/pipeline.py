@@ -1,0 +1,358 @@
+"""One photo scored end to end: image -> calibration -> tokens -> positions -> (with a turn order) payouts.
+
+``knockcam score``, ``knockcam demo``, ``knockcam explain`` and the batch mode all go through
+``Scorer``, so a photo gives the same answer whichever command scored it. ``ScoredPhoto.to_dict()``
+is the ``knockcam score --json`` contract (issue 6): keep its keys stable.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from knockcam.assign import EXTRA_TOKEN, Position
+from knockcam.board.layout import Board, load_board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+from knockcam.rules.money import POT_START
+from knockcam.sides import SIDES
+
+# The keys of one token in the --json contract, in contract order.
+TOKEN_KEYS = ("side", "space", "state", "coverage", "margin_mm", "xy_mm", "ambiguous", "confidence")
+# File endings taken as photos when a folder is scored.
+PHOTO_SUFFIXES = (".jpg", ".jpeg", ".png", ".bmp", ".tif", ".tiff", ".webp")
+
+# First bytes of the image formats OpenCV reads (anything else is "not an image").
+_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"BM", "BMP"),
+               (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"RIFF", "WebP"))
+# What libjpeg / libpng write to stderr about a damaged file.
+_DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error|libpng error|not a jpeg|truncat)",
+                                 re.IGNORECASE)
+
+Detector = Callable[[np.ndarray, Calibration, Board, "np.ndarray | None"], Sequence[Token]]
+
+
+# --- the photo --------------------------------------------------------------------------------
+def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
+    """The photo as an 8-bit BGR array, or a one-line KnockcamError: missing, not an image, or damaged.
+
+    A truncated or damaged JPEG/PNG is refused rather than scored half grey; the decoder's own
+    warnings are caught so the user sees one line, not libjpeg's.
+    """
+    import cv2
+
+    path = Path(path)
+    if not path.exists():
+        raise KnockcamError(f"{what} not found: {path} (check the path)")
+    if path.is_dir():
+        raise KnockcamError(f"{what} {path} is a folder, not an image file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KnockcamError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    kind = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
+    if kind == "WebP" and data[8:12] != b"WEBP":
+        kind = None
+    if kind is None and data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftyphevc"):
+        raise KnockcamError(f"{path} is a HEIC photo, which knockcam cannot read: export it as JPEG "
+                            "(on an iPhone: Settings > Camera > Formats > Most Compatible)")
+    if kind is None:
+        raise KnockcamError(f"{path} is not an image (expected a JPEG, PNG, BMP, TIFF or WebP photo)")
+    damaged = _truncated(data, kind)
+    image, complaint = None, ""
+    if not damaged:
+        with _decoder_messages() as messages:
+            image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        complaint = " ".join(" ".join(messages).split())
+        if image is None or _DECODER_COMPLAINTS.search(complaint):
+            damaged = complaint or "the decoder could not read it"
+    if damaged:
+        reason = damaged if isinstance(damaged, str) else "the file ends early"
+        raise KnockcamError(f"{what} {path} is a damaged {kind} file ({reason[:120]}): copy it again from the camera")
+    if min(image.shape[:2]) < 32:
+        raise KnockcamError(f"{what} {path} is only {image.shape[1]}x{image.shape[0]} pixels: too small to score")
+    return image
+
+
+def _truncated(data: bytes, kind: str) -> bool:
+    """True when a JPEG lacks its end marker or a PNG its IEND chunk (a copy cut short)."""
+    if kind == "JPEG":
+        return b"\xff\xd9" not in data[-4096:]
+    if kind == "PNG":
+        return b"IEND" not in data[-64:]
+    return False
+
+
+@contextmanager
+def _decoder_messages():
+    """Catch what native decoders print on file descriptor 2 during the block (a list, filled at exit)."""
+    messages: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield messages
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield messages
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            messages.append(sink.read().decode("utf-8", "replace"))
+
+
+def write_atomic(path: str | Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
+    return path
+
+
+# --- options and the result -------------------------------------------------------------------
+def parse_order(text: str | None) -> tuple[str, ...]:
+    """'red,blue,green' -> ('red', 'blue', 'green'); the rules engine checks the sides themselves (R1)."""
+    if not text:
+        return ()
+    return tuple(part.strip().lower() for part in re.split(r"[,\s]+", text.strip()) if part.strip())
+
+
+@dataclass(frozen=True)
+class ScoreOptions:
+    """How to score: where the calibration comes from, the empty-board frame, the board file, the round."""
+
+    calibration: str | Path | Calibration | None = None  # a saved calibration file, or a Calibration in hand
+    corners: str | None = None  # "x,y x,y x,y x,y": near-left, near-right, far-right, far-left
+    reference: str | Path | None = None  # empty-board frame from the same camera
+    board: str | Path | None = None  # board file; None: the shipped board
+    order: tuple[str, ...] = ()  # turn order; empty: positions only, no payouts
+    pot: int = POT_START  # the Free Parking pot before the round (R4)
+
+
+@dataclass(frozen=True)
+class CloseCall:
+    """What the round would pay if one close call went to its runner-up instead (the referee's stake)."""
+
+    index: int  # into ScoredPhoto.positions
+    other: str  # the runner-up: a space id, "no_space" or "off_board"
+    cash_change: dict  # side -> M difference (other call minus this call); only sides that change
+
+
+@dataclass(frozen=True, eq=False)
+class ScoredPhoto:
+    """A scored photo: the calibration used, every token's position and, with a turn order, the round."""
+
+    image_path: str
+    image: np.ndarray  # the photo as scored (BGR), for evidence
+    board: Board
+    calibration: Calibration
+    positions: tuple[Position, ...]  # ordered by side (SIDES order), then far to near
+    detector: str  # which detector(s) found the tokens (Token.source values, joined)
+    order: tuple[str, ...] = ()
+    round: object | None = None  # knockcam.rules.RoundResult when an order was given
+    left_out: tuple[tuple[int, str], ...] = ()  # (position index, why) for tokens not scored in the round
+    close_calls: tuple[CloseCall, ...] = ()
+    timings_ms: dict = field(default_factory=dict)
+
+    @property
+    def ambiguous(self) -> tuple[int, ...]:
+        """Indices of the positions a human must decide."""
+        return tuple(i for i, p in enumerate(self.positions) if p.ambiguous)
+
+    def calibration_dict(self) -> dict:
+        cal = self.calibration
+        return {"method": cal.method,
+                "corners_px": [[round(float(v), 2) for v in pt] for pt in cal.corners_px(self.board.size_mm)],
+                "error_mm": None if cal.error_mm is None else round(float(cal.error_mm), 3)}
+
+    def to_dict(self) -> dict:
+        """The ``knockcam score --json`` object (issue 6 contract): tokens, calibration, round."""
+        tokens = []
+        for p in self.positions:
+            full = p.to_dict()
+            tokens.append({key: full[key] for key in TOKEN_KEYS})
+        return {"tokens": tokens, "calibration": self.calibration_dict(),
+                "round": None if self.round is None else self.round.to_dict()}
+
+
+# --- the stages -------------------------------------------------------------------------------
+def default_detector(image: np.ndarray, calibration: Calibration, board: Board,
+                     reference: np.ndarray | None = None) -> list[Token]:
+    """The project's detectors (knockcam.detect.detect_tokens): the learned model and/or the empty frame."""
+    from knockcam.detect import detect_tokens
+
+    return detect_tokens(image, calibration, board, reference=reference)
+
+
+def _automatic(calibrate, image: np.ndarray, board: Board) -> Calibration:
+    """Automatic calibration; an unexpected failure inside the outline finder becomes a one-line answer
+    that says what to do (the photo is still scorable with corners), never a traceback."""
+    try:
+        return calibrate(image, board)
+    except KnockcamError:
+        raise
+    except (ValueError, IndexError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        raise KnockcamError(f"board not found: the automatic finder failed ({type(exc).__name__}); give --corners "
+                            "\"x,y x,y x,y x,y\" (near-left, near-right, far-right, far-left) "
+                            "or --calibration") from None
+
+
+def _detector_name(tokens: Sequence[Token], reference_given: bool) -> str:
+    sources = sorted({t.source for t in tokens})
+    if sources:
+        return "+".join(sources)
+    return "reference" if reference_given else "model"
+
+
+def sort_tokens(tokens: Sequence[Token]) -> list[Token]:
+    """Side by side in SIDES order, then from the far end to GO!: the numbering every report uses."""
+    rank = {side: i for i, side in enumerate(SIDES)}
+    return sorted(tokens, key=lambda t: (rank.get(t.side, len(SIDES)), -t.xy_mm[1], t.xy_mm[0]))
+
+
+def round_for(positions: Sequence[Position], board: Board, order: tuple[str, ...], pot: int,
+              override: tuple[int, str] | None = None):
+    """The rules engine's result for these positions, and which positions it left out and why.
+
+    Extra tokens of a side (R2) and tokens of sides not in the turn order are left out.
+    ``override`` = (index, category) scores one position as another call (for close calls).
+    """
+    from knockcam.rules import RoundInput, TokenPlacement, score_round
+
+    placements, left_out = [], []
+    for i, p in enumerate(positions):
+        if EXTRA_TOKEN in p.flags:
+            left_out.append((i, "more than 4 tokens of this side seen (R2): the least sure one is left out"))
+            continue
+        if p.side not in order:
+            left_out.append((i, f"{p.side} is not in the turn order"))
+            continue
+        space = p.space if p.state == "on_space" else None
+        if override is not None and override[0] == i:
+            space = override[1] if board.has_space(override[1]) else None
+        placements.append(TokenPlacement(p.side, space))
+    ri = RoundInput(order=order, pot=pot, tokens=tuple(placements))
+    return score_round(ri, board, where="--order/--pot"), tuple(left_out)
+
+
+class Scorer:
+    """Scores photos with one set of options; the board, saved calibration, empty frame and model load once."""
+
+    def __init__(self, options: ScoreOptions = ScoreOptions(), detector: Detector | None = None):
+        self.options = options
+        if options.calibration and options.corners:
+            raise KnockcamError("give either --calibration or --corners, not both")
+        self.board = load_board(options.board)
+        if options.calibration and not isinstance(options.calibration, Calibration):
+            Calibration.load(options.calibration)  # a bad file fails here, before any photo is read
+        if options.corners:
+            from knockcam.calibrate.corners import parse_corners
+
+            parse_corners(options.corners)
+        if options.order:
+            # the engine checks the turn order and pot before any photo is looked at
+            round_for((), self.board, tuple(options.order), int(options.pot))
+        self.reference = load_photo(options.reference, "empty-board frame") if options.reference else None
+        self._reference_calibration: Calibration | None = None
+        self.detect = detector or default_detector
+
+    def calibrate(self, image: np.ndarray) -> Calibration:
+        """The calibration for a photo: the saved file, the given corners, else found automatically.
+
+        With an empty-board frame and nothing else given, the board is found in that frame (no
+        tokens in the way) once, and used for every photo from the same camera.
+        """
+        from knockcam.calibrate import calibrate
+
+        opts = self.options
+        if isinstance(opts.calibration, Calibration):
+            size = (int(image.shape[1]), int(image.shape[0]))
+            if tuple(int(v) for v in opts.calibration.image_size) != size:
+                w, h = opts.calibration.image_size
+                raise KnockcamError(f"the calibration is for {w}x{h} images, this one is {size[0]}x{size[1]}")
+            return opts.calibration
+        if opts.calibration or opts.corners:
+            return calibrate(image, self.board, corners=opts.corners, calibration_file=opts.calibration)
+        if self.reference is None:
+            return _automatic(calibrate, image, self.board)
+        if self._reference_calibration is None:
+            self._reference_calibration = _automatic(calibrate, self.reference, self.board)
+        return self._reference_calibration
+
+    def score(self, path: str | Path) -> ScoredPhoto:
+        """Score one photo file."""
+        clock = time.perf_counter()
+        image = load_photo(path)
+        return self.score_image(image, str(path), clock)
+
+    def score_image(self, image: np.ndarray, name: str = "<image>", clock: float | None = None) -> ScoredPhoto:
+        """Score a decoded photo (BGR)."""
+        from knockcam.assign import assign
+
+        timings = {}
+        t0 = clock if clock is not None else time.perf_counter()
+        if self.reference is not None and self.reference.shape != image.shape:
+            r, p = self.reference.shape, image.shape
+            raise KnockcamError(f"the empty-board frame is {r[1]}x{r[0]} but {name} is {p[1]}x{p[0]}: "
+                                "take both with the same camera")
+        t1 = time.perf_counter()
+        calibration = self.calibrate(image)
+        t2 = time.perf_counter()
+        tokens = sort_tokens(self.detect(image, calibration, self.board, self.reference))
+        if tokens and any(t.xy_px is None for t in tokens):
+            px = calibration.mm_to_px([t.xy_mm for t in tokens])
+            tokens = [t if t.xy_px is not None else replace(t, xy_px=(float(u), float(v)))
+                      for t, (u, v) in zip(tokens, px)]
+        t3 = time.perf_counter()
+        positions = tuple(assign(tokens, self.board))
+        t4 = time.perf_counter()
+        result, left_out, close = None, (), ()
+        order = tuple(self.options.order)
+        if order:
+            result, left_out = round_for(positions, self.board, order, int(self.options.pot))
+            close = tuple(self._close_calls(positions, result, left_out, order))
+        t5 = time.perf_counter()
+        timings.update(load=(t1 - t0) * 1e3, calibrate=(t2 - t1) * 1e3, detect=(t3 - t2) * 1e3,
+                       assign=(t4 - t3) * 1e3, round=(t5 - t4) * 1e3)
+        return ScoredPhoto(image_path=name, image=image, board=self.board, calibration=calibration,
+                           positions=positions, detector=_detector_name(tokens, self.reference is not None),
+                           order=order, round=result, left_out=left_out, close_calls=close,
+                           timings_ms={k: round(v, 1) for k, v in timings.items()})
+
+    def _close_calls(self, positions, result, left_out, order) -> list[CloseCall]:
+        """For each close call in the round, the payout difference if its runner-up were the call."""
+        out = []
+        left = {i for i, _ in left_out}
+        for i, p in enumerate(positions):
+            if not p.ambiguous or i in left or not p.runner_up:
+                continue
+            other, _ = round_for(positions, self.board, order, int(self.options.pot), override=(i, p.runner_up))
+            change = {side: int(other.cash[side] - result.cash[side]) for side in order
+                      if other.cash[side] != result.cash[side]}
+            out.append(CloseCall(index=i, other=p.runner_up, cash_change=change))
+        return out
+
+
+def score_photo(path: str | Path, options: ScoreOptions = ScoreOptions(),
+                detector: Detector | None = None) -> ScoredPhoto:
+    """Score one photo file with these options (a one-off ``Scorer``)."""
+    return Scorer(options, detector).score(path)

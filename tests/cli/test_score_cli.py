@@ -1,0 +1,152 @@
+"""``knockcam score``, ``explain`` and ``demo`` end to end on a synthetic photo with the reference-frame detector."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import cv2
+import numpy as np
+
+from conftest import knockcam
+from knockcam.pipeline import TOKEN_KEYS
+
+
+def test_score_json_is_the_contract_and_evidence_is_written(tmp_path, scene):
+    evidence = tmp_path / "evidence.png"
+    result = knockcam("score", scene.photo, "--calibration", scene.calibration, "--reference", scene.empty,
+                      "--order", "red,yellow,green,blue", "--pot", "500", "--json", "--evidence", evidence)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert list(out) == ["tokens", "calibration", "round"]
+    assert out["tokens"] and all(tuple(t) == TOKEN_KEYS for t in out["tokens"])
+    assert out["calibration"]["method"] == "truth"
+    assert out["round"]["order"] == ["red", "yellow", "green", "blue"] and out["round"]["pot_before"] == 500
+    picture = cv2.imread(str(evidence))
+    assert picture is not None and picture.shape[1] > 2000
+    # the reference detector finds the true bases: each unflagged token has a true token of its side nearby
+    truth = [(t["side"], np.array(t["xy_mm"])) for t in scene.truth["tokens"]]
+    for token in out["tokens"]:
+        if not token["ambiguous"]:
+            assert min(np.linalg.norm(xy - token["xy_mm"]) for side, xy in truth if side == token["side"]) < 10
+
+
+def test_score_prints_tables_without_json(tmp_path, scene):
+    result = knockcam("score", scene.photo, "--calibration", scene.calibration, "--reference", scene.empty,
+                      "--order", "red,blue,green,yellow")
+    assert result.returncode == 0, result.stderr
+    for words in ("Tokens in", "Rests on", "Payout: turn order red, blue, green, yellow", "Free Parking (E4)"):
+        assert words in result.stdout
+
+
+def test_folder_scores_every_photo_and_summarises(tmp_path, scene):
+    photos = tmp_path / "night"
+    photos.mkdir()
+    shutil.copy(scene.photo, photos / "a.jpg")
+    shutil.copy(scene.photo, photos / "b.jpg")
+    (photos / "c.jpg").write_bytes(scene.photo.read_bytes()[:5000])
+    (photos / "notes.txt").write_text("not a photo, not looked at\n")
+    out = tmp_path / "scores"
+    result = knockcam("score", photos, "--calibration", scene.calibration, "--reference", scene.empty,
+                      "--order", "red,yellow,green,blue", "--out", out)
+    assert result.returncode == 1, result.stderr  # one photo could not be scored
+    assert "Traceback" not in result.stderr and "c.jpg" in result.stderr
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [(r["image"], r["status"]) for r in rows] == [("a.jpg", "ok"), ("b.jpg", "ok"), ("c.jpg", "error")]
+    assert "damaged" in rows[2]["error"] and rows[0]["red"] != ""
+    assert rows[0]["tokens"] == rows[1]["tokens"] and int(rows[0]["tokens"]) > 0
+    tokens = list(csv.DictReader((out / "tokens.csv").open()))
+    assert len(tokens) == 2 * int(rows[0]["tokens"])
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["photos"] == 3 and summary["scored"] == 2
+    assert summary["results"][0]["result"]["tokens"] == summary["results"][1]["result"]["tokens"]
+    assert sorted(p.name for p in (out / "evidence").iterdir()) == ["a.png", "b.png"]
+    assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_folder_of_no_photos(tmp_path):
+    (tmp_path / "readme.txt").write_text("empty\n")
+    result = knockcam("score", tmp_path)
+    assert result.returncode == 2 and "no photos" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_explain_prints_every_share(tmp_path, scene):
+    out = tmp_path / "side.png"
+    side = scene.truth["tokens"][0]["side"]
+    result = knockcam("explain", scene.photo, "--token", side, "--calibration", scene.calibration,
+                      "--reference", scene.empty, "--json", "--out", out)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["sides"] == [side] and data["tokens"]
+    for token in data["tokens"]:
+        assert token["side"] == side
+        assert abs(sum(token["shares"].values()) - 1.0) < 5e-3
+    assert cv2.imread(str(out)) is not None
+    result = knockcam("explain", scene.photo, "--token", "purple", "--calibration", scene.calibration)
+    assert result.returncode == 2 and "purple" in result.stderr
+
+
+def test_demo_from_the_repository(tmp_path):
+    """``knockcam demo`` as the README runs it: the committed fixture, any working folder, nothing else."""
+    from knockcam.cli.demo import repo_root
+
+    if not (repo_root() / "fixtures" / "scenes").is_dir():
+        import pytest
+
+        pytest.skip("fixtures/scenes is not in this checkout")
+    result = knockcam("demo", "--out", "out", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    written = sorted((tmp_path / "out").iterdir())
+    assert [p.suffix for p in written] == [".png", ".json"] or [p.suffix for p in written] == [".json", ".png"]
+    assert "evidence picture written to out/" in result.stdout and "Free Parking (E4)" in result.stdout
+    assert "Payout" in result.stdout and "ground truth of this synthetic photo" in result.stdout
+    assert cv2.imread(str(tmp_path / "out" / "all_16_tokens-evidence.png")) is not None
+    assert list(json.loads((tmp_path / "out" / "all_16_tokens.json").read_text())) == ["tokens", "calibration", "round"]
+
+
+def test_demo_truth_check_counts_against_the_truth(tmp_path, scene):
+    """Scored from the true bases, every token is found: right, or a close call; none wrong, none missed."""
+    import re
+
+    from knockcam.cli.demo import DemoScene, truth_check
+    from knockcam.pipeline import ScoreOptions, score_photo
+
+    scored = score_photo(scene.photo, ScoreOptions(calibration=scene.calibration), detector=scene.truth_detector())
+    truth = scene.photo.with_suffix(".json")
+    line = truth_check(scored, DemoScene(photo=scene.photo, reference=None, truth=truth))
+    n = len(scene.truth["tokens"])
+    right, wrong, close, missed = map(int, re.findall(r"(\d+) (?:on the right|on a wrong|close calls|not found)", line))
+    assert f"({n} tokens)" in line and wrong == 0 and missed == 0 and right + close == n
+    assert close == sum(p.ambiguous for p in scored.positions)
+
+
+def test_demo_uses_the_automatic_calibration_only_when_it_agrees(scene):
+    """The demo scores with the board finder's calibration when it matches the photo's saved one, else the saved one."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from knockcam.board.layout import load_board
+    from knockcam.cli.demo import DemoScene, _saved_calibration, choose_calibration
+    from knockcam.errors import KnockcamError
+
+    demo_scene = DemoScene(photo=scene.photo, reference=scene.empty, truth=scene.photo.with_suffix(".json"))
+    saved = _saved_calibration(demo_scene)
+    shift = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1.0]])
+
+    def finder(dx_px):
+        shift[0, 2] = dx_px
+        found = replace(saved, method="auto", homography=shift @ saved.homography, error_mm=0.4)
+        return SimpleNamespace(board=load_board(), calibrate=lambda image: found)
+
+    cal, note = choose_calibration(demo_scene, finder(0.5))
+    assert cal.method == "auto" and "found automatically" in note
+    cal, note = choose_calibration(demo_scene, finder(40.0))
+    assert cal.method == "saved" and np.allclose(cal.homography, saved.homography) and "off by up to" in note
+
+    def fails(image):
+        raise KnockcamError("board not found: give --corners")
+
+    cal, note = choose_calibration(demo_scene, SimpleNamespace(board=load_board(), calibrate=fails))
+    assert cal.method == "saved" and "board not found" in note

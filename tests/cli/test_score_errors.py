@@ -1,0 +1,108 @@
+"""Issue 7's error cases for ``knockcam score``: one clear line, exit code 2, no traceback, nothing half-written.
+
+Most cases call the command line in this process (``knockcam.cli.main``; any exception would fail the
+test as a traceback would); the damaged photo runs as a real subprocess, where the image decoder's own
+complaints on stderr would show.
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import cv2
+import numpy as np
+import pytest
+
+from conftest import knockcam
+from knockcam.cli import main
+
+
+@pytest.fixture
+def cli(capfd):
+    """Run ``knockcam ARGS`` in this process; returns what a subprocess run would (returncode, stdout, stderr)."""
+    def run(*args):
+        code = main([str(a) for a in args])
+        out, err = capfd.readouterr()
+        return subprocess.CompletedProcess(args, code, out, err)
+    return run
+
+
+def _assert_one_clean_line(result, *words):
+    assert result.returncode == 2, result.stderr
+    err = result.stderr.strip()
+    assert "Traceback" not in result.stderr
+    assert err.count("\n") == 0, f"more than one line on stderr:\n{result.stderr}"
+    assert err.startswith("knockcam: error: ")
+    for word in words:
+        assert word in err, err
+    assert result.stdout == ""
+
+
+def _score(tmp_path, photo, *extra, run=knockcam):
+    evidence = tmp_path / "out" / "evidence.png"
+    before = sorted(p.name for p in tmp_path.rglob("*"))
+    result = run("score", photo, "--order", "red,blue", "--evidence", evidence, "--json", *extra)
+    after = sorted(p.name for p in tmp_path.rglob("*"))
+    assert after == before, "something was written although scoring failed"
+    return result
+
+
+def test_missing_file(cli, tmp_path):
+    _assert_one_clean_line(_score(tmp_path, tmp_path / "nope.jpg", run=cli), "not found", "nope.jpg")
+
+
+def test_non_image_file(cli, tmp_path):
+    notes = tmp_path / "notes.jpg"
+    notes.write_text("round 2: blue disputes the Boardwalk call\n")
+    _assert_one_clean_line(_score(tmp_path, notes, run=cli), "not an image", "notes.jpg")
+
+
+def test_corrupt_image(tmp_path, scene):
+    data = bytearray(scene.photo.read_bytes())
+    data[len(data) // 2: len(data) // 2 + 3000] = b"\x00" * 3000  # damaged in the middle: libjpeg complains
+    bad = tmp_path / "corrupt.jpg"
+    bad.write_bytes(bytes(data))
+    _assert_one_clean_line(_score(tmp_path, bad), "damaged", "corrupt.jpg")
+
+
+def test_unreadable_truncated_image(cli, tmp_path, scene):
+    data = scene.photo.read_bytes()
+    bad = tmp_path / "cut.jpg"
+    bad.write_bytes(data[: len(data) // 3])
+    _assert_one_clean_line(_score(tmp_path, bad, run=cli), "damaged", "cut.jpg")
+
+
+def test_no_board_found(cli, tmp_path):
+    rng = np.random.default_rng(0)
+    table = cv2.GaussianBlur(rng.integers(0, 255, (480, 640, 3), dtype=np.uint8), (0, 0), 6)
+    photo = tmp_path / "table.png"
+    cv2.imwrite(str(photo), table)
+    _assert_one_clean_line(_score(tmp_path, photo, run=cli), "board not found", "--corners")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("homography: [1, 2]\n", "calibration"),
+    ("{{{ not yaml\n", "calibration"),
+    (None, "not found"),
+])
+def test_bad_calibration_file(cli, tmp_path, scene, text, words):
+    calibration = tmp_path / "camera.yaml"
+    if text is not None:
+        calibration.write_text(text)
+    _assert_one_clean_line(_score(tmp_path, scene.photo, "--calibration", calibration, run=cli), words, "camera.yaml")
+
+
+@pytest.mark.parametrize("text, words", [
+    ("name: my board\nsize_mm: [400]\n", "size_mm"),
+    ("spaces: [\n", "not valid YAML"),
+])
+def test_bad_board_file(cli, tmp_path, scene, text, words):
+    board = tmp_path / "myboard.yaml"
+    board.write_text(text)
+    _assert_one_clean_line(_score(tmp_path, scene.photo, "--board", board, run=cli), words, "myboard.yaml")
+
+
+def test_bad_corners_and_order(cli, tmp_path, scene):
+    _assert_one_clean_line(_score(tmp_path, scene.photo, "--corners", "1,2 3,4", run=cli), "--corners")
+    result = cli("score", scene.photo, "--order", "red,purple")
+    _assert_one_clean_line(result, "purple")

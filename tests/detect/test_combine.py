@@ -1,0 +1,66 @@
+"""Combining learned and reference detections: agreement fuses, disagreement is kept and flagged."""
+
+import numpy as np
+import pytest
+
+from knockcam.assign import DISAGREEMENT, assign
+from knockcam.board import load_board
+from knockcam.detect import detect_tokens
+from knockcam.detect.combine import combine
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+
+
+def t(side, x, y, conf=0.9, sigma=1.0, source="model"):
+    return Token(side=side, xy_mm=(x, y), confidence=conf, sigma_mm=sigma, source=source)
+
+
+def test_the_same_token_seen_by_both_is_fused_by_uncertainty():
+    (both,) = combine([t("red", 100.0, 400.0, sigma=2.0)], [t("red", 101.0, 400.0, sigma=1.0, source="reference")])
+    assert both.source == "both" and both.side == "red"
+    assert both.xy_mm[0] == pytest.approx(100.8)  # weights 1/4 and 1
+    assert both.confidence > 0.9
+    assert both.sigma_mm <= 1.0
+
+
+def test_far_apart_estimates_do_not_pretend_to_agree_closely():
+    (both,) = combine([t("red", 100.0, 400.0, sigma=1.0)], [t("red", 108.0, 400.0, sigma=1.0, source="reference")])
+    assert both.sigma_mm >= 4.0
+
+
+def test_a_colour_conflict_is_kept_once_and_marked():
+    out = combine([t("red", 100.0, 400.0, conf=0.6)], [t("yellow", 100.5, 400.0, conf=0.8, source="reference")])
+    assert len(out) == 1
+    assert out[0].source == "conflict" and out[0].side == "yellow"
+
+
+def test_tokens_one_detector_missed_are_kept_and_marked():
+    model = [t("red", 100.0, 400.0), t("blue", 300.0, 700.0)]
+    reference = [t("red", 100.5, 400.5, source="reference"), t("green", 50.0, 850.0, source="reference")]
+    out = combine(model, reference)
+    sources = sorted((o.side, o.source) for o in out)
+    assert sources == [("blue", "model_only"), ("green", "reference_only"), ("red", "both")]
+
+
+def test_same_side_partner_is_preferred_over_a_nearer_other_colour():
+    model = [t("red", 100.0, 400.0)]
+    reference = [t("blue", 100.5, 400.0, source="reference"), t("red", 105.0, 400.0, source="reference")]
+    out = combine(model, reference)
+    assert sorted(o.source for o in out) == ["both", "reference_only"]
+
+
+def test_disagreements_are_flagged_by_assignment():
+    board = load_board()
+    out = combine([t("red", 50.0, 860.0)], [])
+    (pos,) = assign(out, board)
+    assert DISAGREEMENT in pos.flags and pos.ambiguous
+
+
+def test_no_detector_at_all_is_a_clear_error():
+    board = load_board()
+    img = np.zeros((72, 128, 3), np.uint8)
+    from knockcam.calibrate.calibration import Calibration
+
+    cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
+    with pytest.raises(KnockcamError, match="no token detector"):
+        detect_tokens(img, cal, board, reference=None, model=None)

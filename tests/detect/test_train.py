@@ -1,0 +1,96 @@
+"""Training-data helpers of knockcam train (no ultralytics needed): dataset split, label boxes, matching."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+import yaml
+
+from knockcam.detect import train as training
+from knockcam.errors import KnockcamError
+from knockcam.sides import SIDES
+
+
+def make_dataset(root, n=20, nested=True, names=SIDES):
+    for i in range(n):
+        split = ("val" if i % 10 == 0 else "train") if nested else ""
+        img = root / "images" / split / f"s7_{i:04d}.jpg"
+        lab = root / "labels" / split / f"s7_{i:04d}.txt"
+        img.parent.mkdir(parents=True, exist_ok=True)
+        lab.parent.mkdir(parents=True, exist_ok=True)
+        img.write_bytes(b"jpeg")
+        lab.write_text(f"{i % 4} 0.5 0.25 0.048 0.024\n2 0.1 0.9 0.048 0.024\n")
+    (root / "data.yaml").write_text(yaml.safe_dump({"path": str(root), "names": dict(enumerate(names))}))
+    return root
+
+
+def test_prepare_dataset_links_images_resizes_boxes_and_splits_stably(tmp_path):
+    data = make_dataset(tmp_path / "ds")
+    meta = training.prepare_dataset(data, tmp_path / "work", val_fraction=0.25, val_max=3, box_size=(0.1, 0.05))
+    cfg = yaml.safe_load(meta.read_text())
+    assert cfg["names"] == dict(enumerate(SIDES))
+    train = (tmp_path / "work" / "train.txt").read_text().split()
+    val = (tmp_path / "work" / "val.txt").read_text().split()
+    assert len(val) == 3 and len(train) == 17 and not set(train) & set(val)
+    for path in train + val:
+        image = tmp_path / "work" / "images" / path.rsplit("/", 1)[1]
+        assert image.is_symlink() and image.resolve().is_file()
+        rows = [r.split() for r in training.label_path(image).read_text().splitlines()]
+        assert [r[3:] for r in rows] == [["0.100000", "0.050000"]] * 2
+        assert rows[1][:3] == ["2", "0.100000", "0.900000"]  # centre kept
+    again = training.prepare_dataset(data, tmp_path / "work", val_fraction=0.25, val_max=3, box_size=None)
+    assert (tmp_path / "work" / "val.txt").read_text().split() == val  # same split on a rerun
+    first = training.label_path(tmp_path / "work" / "images" / val[0].rsplit("/", 1)[1]).read_text()
+    assert "0.048000 0.024000" in first  # box_size=None keeps the dataset's boxes
+    assert again == meta
+
+
+def test_prepare_dataset_refuses_other_class_orders_and_bad_rows(tmp_path):
+    with pytest.raises(KnockcamError, match="not the sides in order"):
+        training.prepare_dataset(make_dataset(tmp_path / "a", names=("blue", "red", "green", "yellow")),
+                                 tmp_path / "wa")
+    bad = make_dataset(tmp_path / "b", nested=False)
+    (bad / "labels" / "s7_0003.txt").write_text("7 0.5 0.5 0.1 0.1\n")
+    with pytest.raises(KnockcamError, match="class 7 is not a side"):
+        training.prepare_dataset(bad, tmp_path / "wb")
+    (bad / "labels" / "s7_0003.txt").write_text("red 0.5 0.5\n")
+    with pytest.raises(KnockcamError, match="bad label row"):
+        training.prepare_dataset(bad, tmp_path / "wb")
+    with pytest.raises(KnockcamError, match="no images/ folder"):
+        training.prepare_dataset(tmp_path / "missing", tmp_path / "wc")
+
+
+def test_match_pairs_nearest_first_one_to_one_within_radius():
+    truth = np.array([[0.0, 0.0], [30.0, 0.0], [100.0, 100.0]])
+    pred = np.array([[29.0, 0.0], [1.0, 1.0], [2.0, 0.0], [300.0, 0.0]])
+    pairs = training._match(truth, pred, radius=12.5)
+    assert sorted((t, p) for t, p, _ in pairs) == [(0, 1), (1, 0)] or \
+        sorted((t, p) for t, p, _ in pairs) == [(0, 2), (1, 0)]
+    assert all(d <= 12.5 for _, _, d in pairs)
+    assert training._match(truth, np.zeros((0, 2)), 12.5) == []
+
+
+def test_evaluation_json_writes_unmeasurable_figures_as_null():
+    ev = training.Evaluation(images=1, tokens=2, detections=0, matched=0, side_correct=0, recall=0.0,
+                             precision=0.0, side_accuracy=0.0, token_accuracy=0.0, error_mm_median=float("nan"),
+                             error_mm_p95=float("nan"), error_mm_max=float("nan"), scenes_exact=0.0,
+                             confusions={}, ms_median=5.0, ms_p95=6.0, match_mm=12.5)
+    data = json.loads(training.evaluation_json(ev))
+    assert data["error_mm_median"] is None and data["ms_median"] == 5.0
+
+
+def test_train_command_explains_bad_arguments(tmp_path, capsys):
+    from knockcam.cli import main
+
+    assert main(["train", str(tmp_path), "--epochs", "0"]) == 2
+    assert "--epochs must be at least 1" in capsys.readouterr().err
+    assert main(["train", str(tmp_path), "--imgsz", "100"]) == 2
+    assert "multiple of 32" in capsys.readouterr().err
+    assert main(["train", "--evaluate", str(tmp_path / "m.onnx")]) == 2
+    assert "needs a DATASET_DIR" in capsys.readouterr().err
+    assert main(["train", "--evaluate", str(tmp_path / "m.onnx"), str(tmp_path)]) == 2
+    assert "token model not found" in capsys.readouterr().err
+    assert main(["train", str(tmp_path / "nowhere")]) == 2
+    assert "dataset folder not found" in capsys.readouterr().err

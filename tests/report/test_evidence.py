@@ -1,0 +1,146 @@
+"""The evidence picture: marks land on the right board points, close calls are distinct, text matches the round."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from knockcam.board.layout import load_board
+from knockcam.board.topdown import TopDown
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+from knockcam.pipeline import ScoreOptions, score_photo
+from knockcam.report import draw as d
+from knockcam.report.evidence import (close_up, draw_calls, evidence_image, free_parking_line, round_text,
+                                      token_lines, write_evidence)
+from synthetic_scene import scene
+
+BOARD = load_board()
+SIDES4 = ("red", "yellow", "green", "blue")
+
+
+def _centre(space_id):
+    pts = np.asarray(BOARD.space(space_id).polygon)
+    return float(pts[:, 0].mean()), float(pts[:, 1].mean())
+
+
+def _scored(tokens, order=("red", "blue"), pot=500):
+    s = scene()
+
+    def detect(image, calibration, board, reference=None):
+        return list(tokens)
+
+    return score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=order, pot=pot), detector=detect)
+
+
+def _boundary_token(side="red"):
+    """A token centred on the line between two neighbouring properties (a close call by construction)."""
+    props = BOARD.properties
+    for i, a in enumerate(props):
+        for b in props[i + 1:]:
+            common = {tuple(np.round(p, 6)) for p in a.polygon} & {tuple(np.round(p, 6)) for p in b.polygon}
+            if len(common) >= 2:
+                mid = np.mean(np.array(sorted(common)[:2]), axis=0)
+                return Token(side, (float(mid[0]), float(mid[1])), 0.9, 2.0), a, b
+    raise AssertionError("no neighbouring properties")
+
+
+def test_marks_land_on_the_board_points_they_describe():
+    """On a top-down raster: the given space is tinted in the side's colour, the base ring sits at the base."""
+    space = BOARD.properties[3].id
+    scored = _scored([Token("blue", _centre(space), 0.9, 1.0)])
+    view = TopDown(BOARD, px_per_mm=2.0, margin_mm=10.0)
+    w, h = view.size
+    canvas = np.full((h, w, 3), 255, np.uint8)
+    draw_calls(canvas, scored, d.view_to_px(view), view.px_per_mm, numbers=False)
+    blue = np.array(d.side_bgr("blue"), float)
+    # inside the space, away from the base: tinted towards blue
+    poly = np.asarray(BOARD.space(space).polygon)
+    corner_in = poly.min(axis=0) + 4.0
+    u, v = np.round(view.to_px([corner_in])[0]).astype(int)
+    tinted = canvas[v, u].astype(float)
+    assert np.linalg.norm(tinted - blue) < np.linalg.norm(np.array([255.0, 255, 255]) - blue)
+    assert not np.array_equal(canvas[v, u], [255, 255, 255])
+    # on the base ring: the side's colour; elsewhere on the table: untouched
+    r = BOARD.token.base_diameter_mm / 2
+    cx, cy = _centre(space)
+    u, v = np.round(view.to_px([(cx + r, cy)])[0]).astype(int)
+    ring = canvas[v - 1:v + 2, u - 1:u + 2].reshape(-1, 3).astype(float)
+    assert min(np.linalg.norm(ring - blue, axis=1)) < 40
+    assert np.array_equal(canvas[2, 2], [255, 255, 255])
+
+
+def test_close_calls_are_magenta_with_both_candidates():
+    token, a, b = _boundary_token()
+    scored = _scored([token])
+    assert scored.positions[0].ambiguous
+    view = TopDown(BOARD, px_per_mm=2.0, margin_mm=10.0)
+    w, h = view.size
+    canvas = np.full((h, w, 3), 255, np.uint8)
+    draw_calls(canvas, scored, d.view_to_px(view), view.px_per_mm, numbers=False)
+    magenta = np.all(canvas == d.CLOSE, axis=2)
+    for space in (a, b):  # both candidate outlines carry magenta dashes, far from the token too
+        pts = d.densify(space.polygon, 2.0)
+        far = pts[np.linalg.norm(pts - np.asarray(token.xy_mm), axis=1) > 20]
+        px = np.round(view.to_px(far)).astype(int)
+        near = [magenta[max(0, y - 2):y + 3, max(0, x - 2):x + 3].any() for x, y in px]
+        assert np.mean(near) > 0.3
+    clear = _scored([Token("red", _centre(BOARD.properties[0].id), 0.9, 1.0)])
+    assert not np.all(close_up(clear, 0) == d.CLOSE, axis=2).any()
+    assert np.all(close_up(scored, 0) == d.CLOSE, axis=2).any()
+
+
+def test_text_lines_match_the_positions_and_the_round():
+    token, a, b = _boundary_token("red")
+    tokens = [token, Token("blue", _centre(BOARD.of_kind("free_parking")[0].id), 0.9, 1.0)]
+    scored = _scored(tokens, order=("red", "blue"), pot=600)
+    lines = token_lines(scored)
+    assert len(lines) == 1 + len(scored.positions)
+    assert "CLOSE" in lines[1] and "CLOSE" not in lines[2]
+    text = "\n".join(round_text(scored, 110))
+    for side, summary in scored.round.per_side.items():
+        assert side in text and f"{summary.cash_after:,d}" in text
+    assert "E4" in text
+    assert free_parking_line(scored) == "Free Parking (E4): blue M600; bank refills to M500 (N2)"
+
+
+def test_free_parking_split_is_spelled_out():
+    fp = BOARD.of_kind("free_parking")[0].id
+    tokens = [Token("red", _centre(fp), 0.9, 1.0), Token("blue", (_centre(fp)[0] + 30, _centre(fp)[1]), 0.9, 1.0),
+              Token("green", (_centre(fp)[0] - 30, _centre(fp)[1]), 0.9, 1.0)]
+    scored = _scored(tokens, order=("red", "blue", "green"), pot=500)
+    assert [p.space for p in scored.positions] == [fp, fp, fp]
+    assert free_parking_line(scored) == "Free Parking (E4): red M150, blue M150, green M150, M50 stays"
+
+
+def test_evidence_picture_is_written_whole(tmp_path):
+    s = scene()
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=SIDES4), detector=s.truth_detector())
+    image = evidence_image(scored)
+    assert image.ndim == 3 and image.shape[0] > 900 and image.shape[1] > 2000
+    out = write_evidence(scored, tmp_path / "sub" / "evidence.png")
+    back = cv2.imread(str(out))
+    assert back is not None and back.shape == image.shape
+    assert sorted(p.name for p in out.parent.iterdir()) == ["evidence.png"]  # no temporary file left
+    with pytest.raises(KnockcamError, match="PNG"):
+        write_evidence(scored, tmp_path / "evidence.jpg")
+
+
+def test_evidence_without_an_order_or_tokens():
+    scored = _scored([], order=())
+    image = evidence_image(scored)
+    assert image.shape[0] > 900
+    assert token_lines(scored)[-1].strip() == "no tokens found"
+
+
+def test_a_wild_calibration_still_draws(tmp_path):
+    """A calibration that sends part of the board to infinity must give a picture (showing it is wrong), not a crash."""
+    from dataclasses import replace as _replace
+
+    scored = _scored([Token("red", _centre(BOARD.properties[0].id), 0.9, 1.0)])
+    h = np.array([[0.5, 0.0, 600.0], [0.0, 0.5, 300.0], [0.0, -0.0015, 1.0]])  # the horizon crosses the board
+    wild = _replace(scored, calibration=_replace(scored.calibration, homography=h, camera_matrix=None,
+                                                  dist_coeffs=None))
+    image = evidence_image(wild)
+    assert image.shape[0] > 900

@@ -1,0 +1,86 @@
+"""Assignment of token bases to spaces (RULES.md S3), close calls and the R2 / S2 sanity checks."""
+
+import pytest
+
+from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, OFF, assign, side_counts
+from knockcam.board import load_board
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+
+
+@pytest.fixture(scope="module")
+def board():
+    return load_board()
+
+
+def centre(board, space_id):
+    pts = board.space(space_id).polygon
+    return (sum(p[0] for p in pts) / len(pts), sum(p[1] for p in pts) / len(pts))
+
+
+def test_token_in_the_middle_of_a_space_is_on_it_and_sure(board):
+    (pos,) = assign([Token("red", centre(board, "boardwalk"), 0.9, sigma_mm=1.5)], board)
+    assert pos.space == "boardwalk" and pos.state == "on_space"
+    assert pos.coverage == pytest.approx(1.0)
+    assert not pos.ambiguous and pos.flags == ()
+    # boardwalk is 127 x 85 mm: the centre is 42.5 mm from the nearest line, the base must cross it
+    assert pos.margin_mm > 20
+
+
+def test_base_straddling_a_line_goes_to_the_bigger_share_and_is_flagged(board):
+    # Baltic (86..162) | Oriental (162..238), row y 305..390: 3 mm right of the line
+    pos = assign([Token("blue", (165.0, 350.0), 0.9, sigma_mm=1.5)], board)[0]
+    assert pos.space == "oriental_avenue"
+    assert pos.runner_up == "baltic_avenue"
+    assert 0.5 < pos.coverage < 0.75
+    assert pos.margin_mm == pytest.approx(3.0, abs=0.05)
+    assert pos.ambiguous and CLOSE_CALL in pos.flags
+
+
+def test_a_smaller_sigma_makes_the_same_call_sure(board):
+    token = Token("blue", (175.0, 350.0), 0.9, sigma_mm=1.0)  # 13 mm from the line
+    assert not assign([token], board)[0].ambiguous
+    wide = Token("blue", (175.0, 350.0), 0.9, sigma_mm=6.0)
+    assert assign([wide], board)[0].ambiguous
+
+
+def test_off_board_and_no_space(board):
+    off, launch = assign([Token("green", (-30.0, 500.0), 0.8), Token("green", (200.0, 100.0), 0.8)], board)
+    assert off.state == "off_board" and off.space is None and OFF in off.flags
+    assert launch.state == "no_space" and launch.space is None
+
+
+def test_a_fifth_token_of_a_side_is_flagged_the_least_confident_one(board):
+    spots = ["boardwalk", "park_place", "chance", "railroad", "free_parking"]
+    tokens = [Token("yellow", centre(board, s), conf, sigma_mm=1.0) for s, conf in zip(spots, (0.9, 0.8, 0.3, 0.95, 0.7))]
+    positions = assign(tokens, board)
+    flagged = [p.space for p in positions if EXTRA_TOKEN in p.flags]
+    assert flagged == ["chance"]
+    assert positions[2].ambiguous
+    assert side_counts(positions)["yellow"] == 5
+
+
+def test_fallen_and_disputed_tokens_widen_the_uncertainty(board):
+    # 10 mm from a line: sure at 1.5 mm sigma, not for a fallen or disputed token
+    fallen = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5, fallen=True)
+    disputed = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5, source="model_only")
+    upright = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5)
+    pf, pd, pu = assign([fallen, disputed, upright], board)
+    assert FALLEN in pf.flags and pf.ambiguous
+    assert DISAGREEMENT in pd.flags and pd.ambiguous
+    assert not pu.ambiguous
+
+
+def test_bad_side_is_a_clear_error(board):
+    with pytest.raises(KnockcamError, match="purple"):
+        assign([Token("purple", (100.0, 400.0), 0.9)], board)
+
+
+def test_no_tokens_no_positions(board):
+    assert assign([], board) == []
+
+
+def test_to_dict_has_the_score_contract_keys(board):
+    d = assign([Token("red", centre(board, "boardwalk"), 0.9)], board)[0].to_dict()
+    for key in ("side", "space", "state", "coverage", "margin_mm", "xy_mm", "ambiguous", "confidence"):
+        assert key in d

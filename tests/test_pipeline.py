@@ -1,0 +1,239 @@
+"""The shared scoring pipeline: photo loading, the --json contract, positions vs truth, the round, close calls."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from knockcam.board.layout import load_board
+from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
+from knockcam.pipeline import (TOKEN_KEYS, ScoreOptions, Scorer, load_photo, parse_order, round_for,
+                               score_photo, sort_tokens)
+from knockcam.sides import SIDES
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
+from synthetic_scene import scene  # noqa: E402
+
+BOARD = load_board()
+ALL = tuple(SIDES)
+
+
+def _centre(space_id: str) -> tuple[float, float]:
+    pts = np.asarray(BOARD.space(space_id).polygon)
+    return float(pts[:, 0].mean()), float(pts[:, 1].mean())
+
+
+def _fixed(tokens):
+    def detect(image, calibration, board, reference=None):
+        return list(tokens)
+    return detect
+
+
+def _shared_edge(a: str, b: str) -> tuple[float, float]:
+    """The midpoint of the edge two spaces share (a point exactly on the line between them)."""
+    pa = {tuple(np.round(p, 6)) for p in BOARD.space(a).polygon}
+    pb = {tuple(np.round(p, 6)) for p in BOARD.space(b).polygon}
+    common = sorted(pa & pb)
+    assert len(common) >= 2, f"{a} and {b} share no edge"
+    return tuple(np.mean(np.array(common[:2]), axis=0))
+
+
+# --- loading photos ---------------------------------------------------------------------------
+def test_load_photo_reads_a_good_jpeg_and_png(tmp_path):
+    s = scene()
+    jpeg = load_photo(s.photo)
+    assert jpeg.shape == (720, 1280, 3) and jpeg.dtype == np.uint8
+    png = tmp_path / "a.png"
+    cv2.imwrite(str(png), jpeg)
+    assert np.array_equal(load_photo(png), jpeg)
+
+
+@pytest.mark.parametrize("case, words", [
+    ("missing", "not found"), ("folder", "folder"), ("text", "not an image"), ("truncated_jpeg", "damaged"),
+    ("truncated_png", "damaged"), ("zeroed_jpeg", "damaged"), ("tiny", "too small"), ("heic", "export it as JPEG")])
+def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
+    data = scene().photo.read_bytes()
+    path = tmp_path / "photo.jpg"
+    if case == "folder":
+        path.mkdir()
+    elif case == "text":
+        path.write_text("these are my notes, not a photo\n")
+    elif case == "truncated_jpeg":
+        path.write_bytes(data[: len(data) // 2])
+    elif case == "truncated_png":
+        ok, png = cv2.imencode(".png", load_photo(scene().photo))
+        path = tmp_path / "photo.png"
+        path.write_bytes(png.tobytes()[:-200])
+    elif case == "zeroed_jpeg":
+        bad = bytearray(data)
+        bad[len(data) // 2: len(data) // 2 + 3000] = b"\x00" * 3000
+        path.write_bytes(bytes(bad))
+    elif case == "heic":
+        path = tmp_path / "IMG_0001.HEIC"
+        path.write_bytes(b"\x00\x00\x00\x18ftypheic" + bytes(64))
+    elif case == "tiny":
+        path = tmp_path / "tiny.png"
+        cv2.imwrite(str(path), np.zeros((10, 10, 3), np.uint8))
+    with pytest.raises(KnockcamError) as err:
+        load_photo(path)
+    message = str(err.value)
+    assert words in message and "\n" not in message
+
+
+# --- the contract -----------------------------------------------------------------------------
+def test_to_dict_is_exactly_the_json_contract():
+    s = scene()
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=ALL), detector=s.truth_detector())
+    out = scored.to_dict()
+    assert list(out) == ["tokens", "calibration", "round"]
+    assert len(out["tokens"]) == len(s.truth["tokens"])
+    for token in out["tokens"]:
+        assert tuple(token) == TOKEN_KEYS
+        assert token["side"] in SIDES and token["state"] in ("on_space", "no_space", "off_board")
+        assert (token["space"] is None) == (token["state"] != "on_space")
+        assert len(token["xy_mm"]) == 2 and isinstance(token["ambiguous"], bool)
+        assert 0 <= token["coverage"] <= 1 and token["margin_mm"] >= 0
+    assert list(out["calibration"]) == ["method", "corners_px", "error_mm"]
+    assert out["calibration"]["method"] == "truth"
+    np.testing.assert_allclose(out["calibration"]["corners_px"], s.truth["corners_px"], atol=0.05)
+    assert out["round"] == scored.round.to_dict() and out["round"]["order"] == list(ALL)
+
+
+def test_no_order_means_no_round():
+    s = scene()
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration), detector=s.truth_detector())
+    assert scored.round is None and scored.to_dict()["round"] is None and scored.close_calls == ()
+
+
+# --- positions against the truth --------------------------------------------------------------
+def test_true_bases_get_the_true_spaces():
+    """With the true calibration and true bases, every call the truth is sure of is the truth's call."""
+    s = scene()
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration), detector=s.truth_detector())
+    by_xy = {tuple(np.round(t["xy_mm"], 3)): t for t in s.truth["tokens"]}
+    checked = 0
+    for p in scored.positions:
+        truth = by_xy[tuple(np.round(p.token.xy_mm, 3))]
+        if truth["margin_mm"] is not None and truth["margin_mm"] < 1.0:
+            continue  # the truth's sampled coverage is itself unsure this close to a line
+        assert p.space == truth["space"], (p.token.xy_mm, p.space, truth["space"])
+        checked += 1
+    assert checked >= len(scored.positions) - 2
+
+
+def test_positions_are_numbered_side_by_side():
+    tokens = [Token("blue", (100.0, 500.0), 0.9), Token("red", (100.0, 400.0), 0.9), Token("red", (100.0, 700.0), 0.9)]
+    ordered = sort_tokens(tokens)
+    assert [t.side for t in ordered] == ["red", "red", "blue"]
+    assert ordered[0].xy_mm[1] > ordered[1].xy_mm[1]  # far end first
+
+
+# --- the round --------------------------------------------------------------------------------
+def test_round_pays_the_spaces_the_tokens_rest_on():
+    s = scene()
+    spaces = [sp for sp in BOARD.properties][:2]
+    tokens = [Token("red", _centre(spaces[0].id), 0.9, 1.0), Token("blue", _centre(spaces[1].id), 0.9, 1.0)]
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue"), pot=300),
+                         detector=_fixed(tokens))
+    assert scored.round.delta == {"red": spaces[0].value, "blue": spaces[1].value}
+    assert scored.round.pot_before == 300
+
+
+def test_sides_not_in_the_order_and_extra_tokens_are_left_out():
+    s = scene()
+    prop = BOARD.properties[0]
+    reds = [Token("red", _centre(sp.id), 0.9 - 0.1 * k, 1.0) for k, sp in enumerate(BOARD.properties[:5])]
+    green = Token("green", _centre(BOARD.properties[6].id), 0.9, 1.0)
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue")),
+                         detector=_fixed(reds + [green]))
+    why = dict(scored.left_out)
+    assert len(why) == 2
+    assert any("R2" in w for w in why.values()) and any("green is not in the turn order" in w for w in why.values())
+    # the least confident red (the fifth) is the one left out, so the first four reds are paid
+    assert scored.round.delta["red"] == sum(sp.value for sp in BOARD.properties[:4]) + _bonus(BOARD.properties[:4])
+    assert prop.id in scored.round.per_side["red"].properties
+
+
+def _bonus(props) -> int:
+    sets = {p.color_set for p in props}
+    return sum(BOARD.set_bonus[c] for c in sets if all(q in props for q in BOARD.color_set(c)))
+
+
+def test_a_close_call_says_what_the_other_call_would_pay():
+    s = scene()
+    a, b = _pair_of_neighbours()
+    tokens = [Token("red", _shared_edge(a.id, b.id), 0.9, 2.0)]
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue")),
+                         detector=_fixed(tokens))
+    p = scored.positions[0]
+    assert p.ambiguous and {p.space, p.runner_up} == {a.id, b.id}
+    (call,) = scored.close_calls
+    assert call.index == 0 and call.other == p.runner_up
+    values = {a.id: a.value, b.id: b.value}
+    assert call.cash_change == {"red": values[p.runner_up] - values[p.space]}
+
+
+def _pair_of_neighbours():
+    """Two properties of different values that share an edge."""
+    props = BOARD.properties
+    for i, a in enumerate(props):
+        for b in props[i + 1:]:
+            if a.value != b.value and a.color_set != b.color_set:
+                try:
+                    _shared_edge(a.id, b.id)
+                except AssertionError:
+                    continue
+                return a, b
+    raise AssertionError("no neighbouring properties of different values on the board")
+
+
+# --- options ----------------------------------------------------------------------------------
+def test_parse_order():
+    assert parse_order("Red, blue,green") == ("red", "blue", "green")
+    assert parse_order(None) == ()
+
+
+@pytest.mark.parametrize("options, words", [
+    (dict(order=("red", "purple")), "purple"),
+    (dict(order=("red",)), "2 to 4 sides"),
+    (dict(order=("red", "blue"), pot=-5), "pot"),
+    (dict(corners="1,2 3,4"), "four x,y"),
+    (dict(calibration="missing.yaml", corners="1,1 2,2 3,3 4,4"), "not both"),
+])
+def test_bad_options_fail_before_any_photo(options, words):
+    with pytest.raises(KnockcamError) as err:
+        Scorer(ScoreOptions(**options))
+    assert words in str(err.value)
+
+
+def test_empty_frame_must_match_the_photo(tmp_path):
+    s = scene()
+    small = tmp_path / "small.png"
+    cv2.imwrite(str(small), np.full((360, 640, 3), 128, np.uint8))
+    scorer = Scorer(ScoreOptions(calibration=s.calibration, reference=small), detector=s.truth_detector())
+    with pytest.raises(KnockcamError, match="same camera"):
+        scorer.score(s.photo)
+
+
+def test_round_for_without_positions_checks_the_order():
+    result, left = round_for((), BOARD, ("red", "blue"), 500)
+    assert left == () and result.delta == {"red": 0, "blue": 0}
+
+
+def test_a_calibration_in_hand_is_used_as_is_and_checked_against_the_photo():
+    from dataclasses import replace as _replace
+
+    from knockcam.calibrate.calibration import Calibration
+
+    s = scene()
+    cal = Calibration.load(s.calibration)
+    scored = score_photo(s.photo, ScoreOptions(calibration=cal), detector=s.truth_detector())
+    assert scored.calibration is cal
+    with pytest.raises(KnockcamError, match="640x360"):
+        score_photo(s.photo, ScoreOptions(calibration=_replace(cal, image_size=(640, 360))),
+                    detector=s.truth_detector())
