@@ -160,10 +160,10 @@ def draw_layout_overlay(image: np.ndarray, calibration: "Calibration", board: Bo
     bw, bl = board.size_mm
     outlines = [((0, 0), (bw, 0), (bw, bl), (0, bl))] + [s.polygon for s in board.spaces]
     for k, polygon in enumerate(outlines):
-        pts = calibration.mm_to_px(_densify(polygon, step_mm=5.0))
+        pts = calibration.mm_to_px(densify(polygon, step_mm=5.0))
         cv2.polylines(out, [np.round(pts).astype(np.int32)], True, (255, 255, 255) if k == 0 else color,
                       thickness + (1 if k == 0 else 0), cv2.LINE_AA)
-    go = calibration.mm_to_px(_densify([(0, board.go_line_y_mm), (bw, board.go_line_y_mm)], 5.0, closed=False))
+    go = calibration.mm_to_px(densify([(0, board.go_line_y_mm), (bw, board.go_line_y_mm)], 5.0, closed=False))
     cv2.polylines(out, [np.round(go).astype(np.int32)], False, (0, 0, 255), thickness, cv2.LINE_AA)
     if labels:
         scale = max(0.4, min(out.shape[:2]) / 1500)
@@ -177,10 +177,11 @@ def draw_layout_overlay(image: np.ndarray, calibration: "Calibration", board: Bo
     return out
 
 
-def _densify(polygon, step_mm: float, closed: bool = True) -> np.ndarray:
-    pts = np.asarray(polygon, dtype=np.float64)
-    ends = np.roll(pts, -1, axis=0) if closed else pts[1:]
+def densify(polygon, step_mm: float = 4.0, closed: bool = True) -> np.ndarray:
+    """Points every ``step_mm`` along a polygon's edges, so its image under a lens model curves as it should."""
+    pts = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
     starts = pts if closed else pts[:-1]
+    ends = np.roll(pts, -1, axis=0) if closed else pts[1:]
     out = []
     for a, b in zip(starts, ends):
         n = max(1, int(np.ceil(np.linalg.norm(b - a) / step_mm)))

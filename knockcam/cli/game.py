@@ -31,7 +31,6 @@ def run(args: argparse.Namespace) -> int:
                           "cash": dict(game.cash), "pot": game.pot, "standings": standings}, indent=2))
         return 0
     from rich.console import Console
-    from rich.table import Table
 
     from knockcam.cli.round import round_tables
 
@@ -40,11 +39,18 @@ def run(args: argparse.Namespace) -> int:
         for renderable in round_tables(result, board, title=f"Round {number}"):
             console.print(renderable)
         console.print()
+    console.print(standings_table(game, standings))
+    return 0
+
+
+def standings_table(game, standings: list[dict]):
+    """The W1 standings as a rich table (shared with ``knockcam replay``)."""
+    from rich.table import Table
+
     state = "final" if game.over else f"after {game.round_number} of {game.rounds_total} rounds"
     table = Table(title=f"Standings (W1, {state})", title_justify="left")
     for header in ("Place", "Side", "Cash"):
         table.add_column(header, justify="right" if header != "Side" else "left")
     for s in standings:
         table.add_row(str(s["place"]), s["side"], f"{s['cash']:,d}")
-    console.print(table)
-    return 0
+    return table

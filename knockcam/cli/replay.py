@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
                          indent=2))
     else:
         from rich.console import Console
-        from rich.table import Table
+        from knockcam.cli.game import standings_table
 
         from knockcam.cli.round import round_tables
 
@@ -52,13 +52,7 @@ def run(args: argparse.Namespace) -> int:
         for o in overrides:
             console.print(f"override in round {o['round']}: token {o['token'] + 1} ({o['side']}) "
                           f"{o['before']} -> {o['after']} (evidence {o.get('evidence')})", markup=False)
-        state = "final" if game.over else f"after {game.round_number} of {game.rounds_total} rounds"
-        table = Table(title=f"Standings (W1, {state})", title_justify="left")
-        for header in ("Place", "Side", "Cash"):
-            table.add_column(header, justify="right" if header != "Side" else "left")
-        for s in standings:
-            table.add_row(str(s["place"]), s["side"], f"{s['cash']:,d}")
-        console.print(table)
+        console.print(standings_table(game, standings))
         if live.incomplete:
             console.print(f"incomplete: {live.incomplete}", markup=False)
     if mismatches:

@@ -12,6 +12,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
+from knockcam.board.drawing import densify  # noqa: F401  (re-exported for the evidence drawing)
 from knockcam.board.layout import Board
 from knockcam.board.topdown import TopDown
 from knockcam.calibrate.calibration import Calibration
@@ -37,20 +38,6 @@ def side_bgr(side: str) -> tuple[int, int, int]:
 
 def side_ink(side: str) -> tuple[int, int, int]:
     return SIDE_INK.get(side, (0, 0, 0))
-
-
-def densify(polygon, step_mm: float = 4.0, closed: bool = True) -> np.ndarray:
-    """Points every ``step_mm`` along a polygon's edges, so its image under a lens model curves as it should."""
-    pts = np.asarray(polygon, dtype=np.float64).reshape(-1, 2)
-    starts = pts if closed else pts[:-1]
-    ends = np.roll(pts, -1, axis=0) if closed else pts[1:]
-    out = []
-    for a, b in zip(starts, ends):
-        n = max(1, int(np.ceil(np.linalg.norm(b - a) / step_mm)))
-        out.extend(a + (b - a) * t for t in np.arange(n) / n)
-    if not closed:
-        out.append(pts[-1])
-    return np.array(out)
 
 
 def circle_mm(center, radius_mm: float, n: int = 48) -> np.ndarray:
