@@ -14,5 +14,5 @@ class Token:
     confidence: float  # 0..1
     sigma_mm: float = 2.0  # 1-sigma uncertainty of xy_mm, for the ambiguity test
     xy_px: tuple[float, float] | None = None  # base centre in the image, when known
-    source: str = "model"  # model | reference | both
+    source: str = "model"  # model | reference | both; combine: model_only | reference_only | conflict
     fallen: bool = False
