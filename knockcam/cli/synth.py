@@ -10,8 +10,9 @@ def register(subparsers) -> None:
     p = subparsers.add_parser("synth", help="render synthetic board photos/videos with ground truth",
                               description="Render synthetic scenes of the board with exact ground truth "
                                           "(deterministic per --seed).")
-    p.add_argument("out_dir", metavar="OUT_DIR", help="folder to write into (created if missing)")
-    p.add_argument("--count", type=int, default=10, help="how many photos (or videos) to render (default 10)")
+    p.add_argument("out_dir", metavar="OUT_DIR", nargs="?", help="folder to write into (created if missing)")
+    p.add_argument("--count", type=int, default=None,
+                   help="how many photos (or videos) to render (default 10; with --bench 300)")
     p.add_argument("--seed", type=int, default=0, help="run seed: the same seed gives the same scenes")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--video", action="store_true", help="write 30 fps videos with per-frame truth and events")
@@ -19,6 +20,9 @@ def register(subparsers) -> None:
                       help="write an ultralytics dataset in the detector's canonical view (images/, labels/, data.yaml)")
     mode.add_argument("--fixtures", action="store_true",
                       help="write the committed test fixtures (one still per case + a video; --count/--seed ignored)")
+    mode.add_argument("--bench", metavar="RESULTS.md", nargs="?", const="bench/synth.md",
+                      help="measure images/s of each mode in a temporary folder and write RESULTS.md "
+                           "(default bench/synth.md; --count stills and YOLO samples, 4 videos)")
     p.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
     p.add_argument("--workers", type=int, default=1, help="processes to render with (default 1)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
@@ -30,11 +34,17 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.errors import KnockcamError
     from knockcam.synth.batch import generate
 
+    if args.count is None:
+        args.count = 300 if args.bench else 10
     if args.count < 1:
         raise KnockcamError(f"--count must be at least 1, not {args.count}")
     if args.workers < 1:
         raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
     board = load_board(args.board)
+    if args.bench:
+        return _bench(args, board)
+    if args.out_dir is None:
+        raise KnockcamError("give an OUT_DIR to write the scenes into (or --bench to measure the renderer)")
     if args.fixtures:
         import time
         from pathlib import Path
@@ -67,4 +77,30 @@ def run(args: argparse.Namespace) -> int:
         extra = f", {result.labels} labels" if mode == "yolo" else ""
         Console().print(f"wrote {result.count} {mode} to {result.out_dir} in {result.seconds:.1f} s "
                         f"({result.per_second:.1f}/s{extra})")
+    return 0
+
+
+def _bench(args: argparse.Namespace, board) -> int:
+    """``--bench``: render every mode into temporary folders and write the rates to a markdown file."""
+    import shlex
+    import sys
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from knockcam.bench import write_atomic
+    from knockcam.synth.bench import report, run_bench
+    from knockcam.synth.scene import config
+
+    count = args.count
+    rows = run_bench(board, count=count, videos=min(4, count), seed=args.seed, workers=args.workers)
+    command = "knockcam " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["synth"] else \
+        f"knockcam synth --bench {args.bench} --count {count} --workers {args.workers}"
+    write_atomic(Path(args.bench), report(rows, command, args.workers, tuple(config()["image_size"])))
+    if args.json:
+        print(json.dumps(rows))
+    else:
+        for r in rows:
+            Console().print(f"{r['mode']}: {r['images']} images in {r['seconds']} s ({r['images_per_second']}/s)")
+        Console().print(f"wrote {args.bench}")
     return 0

@@ -32,6 +32,8 @@ def register(subparsers) -> None:
     parser.add_argument("--runs", type=Path, default=Path("runs"), help="folder for checkpoints and logs")
     parser.add_argument("--name", default="tokens", help="run name under --runs")
     parser.add_argument("--resume", action="store_true", help="continue RUNS/NAME/weights/last.pt")
+    parser.add_argument("--weights", type=Path, metavar="INIT.pt", default=None,
+                        help="start from these weights instead of from scratch (fine-tune, e.g. models/last.pt)")
     parser.add_argument("--export", type=Path, metavar="WEIGHTS.pt", default=None,
                         help="only export these weights to OUT/tokens.onnx")
     parser.add_argument("--evaluate", type=Path, metavar="MODEL.onnx", default=None,
@@ -49,6 +51,8 @@ def run(args) -> int:
         raise KnockcamError(f"--epochs must be at least 1, not {args.epochs}")
     if args.hours is not None and not 0 < args.hours <= 48:
         raise KnockcamError(f"--hours must be between 0 and 48, not {args.hours}")
+    if args.weights is not None and args.resume:
+        raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
     from knockcam.detect import train as training
@@ -71,7 +75,7 @@ def run(args) -> int:
         raise KnockcamError(f"dataset folder not found: {args.dataset} (make one with 'knockcam synth OUT --yolo')")
     result = training.train(args.dataset, epochs=args.epochs, imgsz=args.imgsz, out=args.out, runs=args.runs,
                             name=args.name, resume=args.resume, batch=args.batch, workers=args.workers,
-                            hours=args.hours)
+                            hours=args.hours, init=args.weights)
     if args.json:
         import json
 

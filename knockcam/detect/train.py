@@ -155,8 +155,11 @@ class TrainResult:
 def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None = None,
           out: Path = Path("models"), runs: Path = Path("runs"), name: str = "tokens",
           resume: bool = False, batch: int | None = None, workers: int | None = None,
-          hours: float | None = None, board: Board | None = None) -> TrainResult:
-    """Train the token model from scratch on a canonical YOLO dataset (or resume), then export ONNX to ``out``.
+          hours: float | None = None, board: Board | None = None, init: Path | None = None) -> TrainResult:
+    """Train the token model on a canonical YOLO dataset (or resume), then export ONNX to ``out``.
+
+    From scratch by default; ``init`` (a .pt checkpoint such as models/last.pt) starts from its
+    weights instead: a fresh run with a short warm-up, for fine-tuning on a new dataset.
 
     ``hours`` fits the run to a wall-clock budget instead of ``epochs``: ultralytics times the first
     epoch, then sets the epoch count (and the learning-rate schedule) to end on time.
@@ -181,14 +184,17 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
                                                 float(box_mm) * view.px_per_mm / view.size[1])
         data_yaml = prepare_dataset(Path(dataset), run_dir.parent / f"{name}-data",
                                     float(recipe["val_fraction"]), int(recipe["val_max"]), box_size)
-        model = YOLO(str(recipe["model"]))
+        if init is not None and not Path(init).is_file():
+            raise KnockcamError(f"--weights {init}: no such file (models/last.pt is the shipped checkpoint)")
+        model = YOLO(str(init if init is not None else recipe["model"]))
         batch = int(batch or recipe["batch"])
         model.train(
             data=str(data_yaml), epochs=int(epochs or recipe["epochs"]), imgsz=imgsz, batch=batch,
             nbs=int(recipe.get("nbs", batch)), workers=int(recipe["workers"] if workers is None else workers),
             device="cpu", rect=True, cache=True, amp=False, plots=False, patience=1000,
             project=str(run_dir.parent), name=name, exist_ok=True, seed=int(recipe["seed"]),
-            close_mosaic=0, pretrained=False, verbose=True, **({"time": float(hours)} if hours else {}),
+            close_mosaic=0, pretrained=init is not None, verbose=True,
+            **({"warmup_epochs": float(recipe.get("finetune_warmup_epochs", 0.5))} if init is not None else {}), **({"time": float(hours)} if hours else {}),
             **dict(recipe.get("augment", {})),
         )
     weights = run_dir / "weights" / "best.pt"

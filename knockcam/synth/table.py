@@ -59,43 +59,46 @@ def make_table(rng: np.random.Generator, board_size_mm: tuple[float, float], rea
     h = int((length + 2 * reach_mm) * px_per_mm)
     kind = KINDS[rng.choice(len(KINDS), p=[0.4, 0.2, 0.2, 0.1, 0.1])]
     yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+
+    def along(angle: float) -> np.ndarray:
+        """Distance (px) across stripes that run at ``angle``."""
+        return yy * np.float32(np.cos(angle)) - xx * np.float32(np.sin(angle))
+
+    def tinted(base, field: np.ndarray) -> np.ndarray:
+        return cv2.merge([field * np.float32(c) for c in base])
+
     if kind == "wood":
-        base = np.array([rng.uniform(40, 110), rng.uniform(80, 150), rng.uniform(120, 210)], np.float32)
-        angle = rng.uniform(0, np.pi)
-        u = xx * np.cos(angle) + yy * np.sin(angle)
-        v = -xx * np.sin(angle) + yy * np.cos(angle)
-        warp = _smooth_noise(rng, (h, w), 12) * rng.uniform(3, 12)
-        grain = np.sin((v + warp) * rng.uniform(0.25, 0.9)) * 0.5 + 0.5
-        plank_w = rng.uniform(90, 220) * px_per_mm
+        base = (rng.uniform(40, 110), rng.uniform(80, 150), rng.uniform(120, 210))
+        v = along(rng.uniform(0, np.pi))
+        warp = _smooth_noise(rng, (h, w), 12) * np.float32(rng.uniform(3, 12))
+        grain = np.sin((v + warp) * np.float32(rng.uniform(0.25, 0.9)))
+        plank_w = np.float32(rng.uniform(90, 220) * px_per_mm)
         plank = np.floor(v / plank_w)
-        tint = (np.sin(plank * 12.9898) * 43758.5453) % 1.0
-        field = 1 + rng.uniform(0.05, 0.2) * (grain - 0.5) + 0.12 * (tint - 0.5)
-        gap = (np.abs((v / plank_w) % 1.0) < 1.2 / plank_w).astype(np.float32)
-        field *= 1 - 0.35 * gap
-        img = base[None, None, :] * field[..., None]
-        del u
+        tint = (np.sin(plank * np.float32(12.9898)) * np.float32(43758.5453)) % np.float32(1.0)
+        field = 1 + np.float32(rng.uniform(0.05, 0.2) * 0.5) * grain + np.float32(0.12) * (tint - np.float32(0.5))
+        gap = (v / plank_w) % np.float32(1.0) < np.float32(1.2) / plank_w
+        field[gap] *= np.float32(0.65)
+        img = tinted(base, field)
     elif kind == "laminate" or kind == "dark":
         base = rng.uniform(15, 70, 3) if kind == "dark" else rng.uniform(60, 235, 3)
-        field = 1 + 0.06 * _smooth_noise(rng, (h, w), 8)
-        img = base.astype(np.float32)[None, None, :] * field[..., None]
+        img = tinted(base, 1 + np.float32(0.06) * _smooth_noise(rng, (h, w), 8))
     elif kind == "cloth":
-        c1 = rng.uniform(40, 240, 3).astype(np.float32)
-        c2 = np.clip(c1 * rng.uniform(0.4, 1.3, 3), 0, 255).astype(np.float32)
-        period = rng.uniform(15, 60) * px_per_mm
+        c1 = rng.uniform(40, 240, 3)
+        c2 = np.clip(c1 * rng.uniform(0.4, 1.3, 3), 0, 255)
+        period = np.float32(rng.uniform(15, 60) * px_per_mm)
         angle = rng.uniform(0, np.pi)
-        u = xx * np.cos(angle) + yy * np.sin(angle)
-        v = -xx * np.sin(angle) + yy * np.cos(angle)
+        v = along(angle)
+        u = along(angle - np.pi / 2)
         if rng.random() < 0.5:
             m = ((np.floor(u / period) + np.floor(v / period)) % 2).astype(np.float32)
         else:
-            m = (0.5 + 0.5 * np.sin(u / period * np.pi)).astype(np.float32)
+            m = np.float32(0.5) + np.float32(0.5) * np.sin(u * (np.float32(np.pi) / period))
         m = cv2.GaussianBlur(m, (0, 0), 0.8)
-        img = c1[None, None, :] * (1 - m[..., None]) + c2[None, None, :] * m[..., None]
+        img = tinted(c1, 1 - m) + tinted(c2, m)
     else:  # stone
-        base = rng.uniform(120, 230, 3).astype(np.float32)
+        base = rng.uniform(120, 230, 3)
         veins = np.abs(_smooth_noise(rng, (h, w), 20) + 0.5 * _smooth_noise(rng, (h, w), 60))
-        field = 1 - 0.3 * np.exp(-veins * 6)
-        img = base[None, None, :] * field[..., None]
-    img = img + rng.normal(0, rng.uniform(1, 6), (h, w, 1)).astype(np.float32)
-    img = np.clip(img, 0, 255).astype(np.uint8)
+        img = tinted(base, 1 - np.float32(0.3) * np.exp(-veins * np.float32(6)))
+    grain_noise = rng.standard_normal((h, w), dtype=np.float32) * np.float32(rng.uniform(1, 6))
+    img = cv2.add(img, cv2.merge([grain_noise] * 3), dtype=cv2.CV_8U)
     return Table(image=img, origin_mm=(-reach_mm, -reach_mm), px_per_mm=px_per_mm, kind=str(kind))
