@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from knockcam.errors import KnockcamError
 
@@ -81,18 +80,11 @@ def default_board_path() -> Path:
 
 def load_board(path: str | Path | None = None) -> Board:
     """Read and validate a board file; the default board when ``path`` is None."""
+    from knockcam.files import parse_json_or_yaml, read_text
+
     path = Path(path) if path is not None else default_board_path()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KnockcamError(f"board file not found: {path} (give --board an existing YAML file)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnockcamError(f"cannot read board file {path}: {exc}") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise KnockcamError(f"{path}: not valid YAML: {' '.join(str(exc).split())}") from None
-    return board_from_dict(data, source=str(path))
+    text = read_text(path, "board file", "give --board an existing YAML file")
+    return board_from_dict(parse_json_or_yaml(text, path), source=str(path))
 
 
 def board_from_dict(data: Any, source: str = "<board>") -> Board:

@@ -164,6 +164,8 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
     ``hours`` fits the run to a wall-clock budget instead of ``epochs``: ultralytics times the first
     epoch, then sets the epoch count (and the learning-rate schedule) to end on time.
     """
+    if init is not None and not Path(init).is_file():
+        raise KnockcamError(f"--weights {init}: no such file (models/last.pt is the shipped checkpoint)")
     YOLO = _ultralytics()
     recipe = settings.load("detect")["train"]
     view = canonical_view(board or load_board())
@@ -184,8 +186,6 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
                                                 float(box_mm) * view.px_per_mm / view.size[1])
         data_yaml = prepare_dataset(Path(dataset), run_dir.parent / f"{name}-data",
                                     float(recipe["val_fraction"]), int(recipe["val_max"]), box_size)
-        if init is not None and not Path(init).is_file():
-            raise KnockcamError(f"--weights {init}: no such file (models/last.pt is the shipped checkpoint)")
         model = YOLO(str(init if init is not None else recipe["model"]))
         batch = int(batch or recipe["batch"])
         model.train(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from knockcam.errors import KnockcamError
+from knockcam.files import read_text
 
 FORMAT = 1
 
@@ -107,13 +108,7 @@ def _drop_torn_tail(path: Path) -> None:
 
 def read_log(path: str | Path) -> list[dict]:
     """Every complete line of a game log; a torn last line (crash mid-write) is ignored."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KnockcamError(f"game log not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnockcamError(f"cannot read game log {path}: {exc}") from None
+    text = read_text(path, "game log")
     lines = text.split("\n")
     complete = lines[:-1]  # whatever follows the last newline is torn or empty
     entries = []

@@ -7,16 +7,15 @@ wrong with it. Scripted answers can be given by key (a mapping) or in order (a l
 
 from __future__ import annotations
 
-import json
 import sys
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Protocol
 
-import yaml
 
 from knockcam.errors import KnockcamError
+from knockcam.files import parse_json_or_yaml, read_text
 
 YES = ("y", "yes", "o", "oui", "1", "true")
 NO = ("n", "no", "non", "0", "false")
@@ -152,18 +151,7 @@ class ScriptedPrompter:
 
 def load_answers(path: str | Path) -> dict | list:
     """An answers file (JSON or YAML): a mapping question key -> answer, or a list of answers in order."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KnockcamError(f"answers file not found: {path}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnockcamError(f"cannot read answers file {path}: {exc}") from None
-    try:
-        data = json.loads(text) if path.suffix.lower() == ".json" else yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise KnockcamError(f"{path}: not valid {'JSON' if path.suffix.lower() == '.json' else 'YAML'}: "
-                            f"{' '.join(str(exc).split())[:120]}") from None
+    data = parse_json_or_yaml(read_text(path, "answers file"), path)
     if data is None:
         return []
     if not isinstance(data, (dict, list)):

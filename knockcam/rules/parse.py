@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from knockcam.board.layout import Board
 from knockcam.errors import KnockcamError
+from knockcam.files import parse_json_or_yaml, read_text
 from knockcam.rules.money import DEFAULT_MONEY_UNIT, POT_START
 from knockcam.rules.round import RoundInput, SlideEvent, TokenPlacement, validate_round
 
@@ -22,25 +21,7 @@ GAME_FIELDS = ("order", "pot", "money_unit", "cash", "reslide_off_board", "round
 
 def load_file(path: str | Path) -> Any:
     """Parse a JSON or YAML file (JSON for ``.json``, YAML otherwise); KnockcamError if unreadable or malformed."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KnockcamError(f"{path}: file not found (give a round or game file, JSON or YAML)") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise KnockcamError(f"{path}: cannot read: {exc}") from None
-    if path.suffix.lower() == ".json":
-        try:
-            return json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise KnockcamError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise KnockcamError(f"{path}: not valid YAML: {problem}{at}") from None
+    return parse_json_or_yaml(read_text(path, "round or game file", "give a round or game file, JSON or YAML"), path)
 
 
 def _bad(where: str, fld: str, message: str, rule: str | None = None) -> KnockcamError:

@@ -11,7 +11,6 @@ import os
 import platform
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from knockcam.board.layout import Board

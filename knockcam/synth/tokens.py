@@ -105,7 +105,6 @@ def token_mesh(shape: str, base_diameter_mm: float, height_mm: float) -> Mesh:
                   cylinder((-2.6, 1.5, hb + 20.5), 1.8, 0.2, 4.0, n=5),
                   cylinder((2.6, 1.5, hb + 20.5), 1.8, 0.2, 4.0, n=5),
                   ellipsoid((4.5, -5.5, hb + 2.5), (2.0, 4.5, 1.8), nu=6, nv=4)]
-        height = 28.0
     elif shape == "car":  # vintage roadster: body, cabin, wheels
         parts += [box((0, 0, hb + 5.5), (11.0, 21.0, 5.0)),
                   box((0, -2.5, hb + 10.0), (9.0, 8.5, 4.5)),
@@ -114,12 +113,10 @@ def token_mesh(shape: str, base_diameter_mm: float, height_mm: float) -> Mesh:
             for wy in (-6.5, 6.5):
                 wheel = cylinder((0, 0, -1.2), 3.0, 3.0, 2.4, n=10, top=True, bottom=True)
                 parts.append(wheel.posed(_rot_y(np.pi / 2), (wx, wy, hb + 3.0)))
-        height = 19.0
     elif shape == "top_hat":  # brim and crown
         parts += [cylinder((0, 0, hb), 10.5, 10.5, 1.6, n=20),
                   cylinder((0, 0, hb + 1.6), 6.8, 7.2, 17.5, n=16),
                   cylinder((0, 0, hb + 4.0), 7.1, 7.1, 2.2, n=16, top=False)]
-        height = 23.6
     elif shape == "dog":  # standing terrier: legs, body, head, snout, ears, tail
         for lx in (-2.8, 2.8):
             for ly in (-5.5, 5.0):
@@ -130,7 +127,6 @@ def token_mesh(shape: str, base_diameter_mm: float, height_mm: float) -> Mesh:
                   cylinder((-2.0, 7.5, hb + 20.0), 1.5, 0.2, 3.5, n=5),
                   cylinder((2.0, 7.5, hb + 20.0), 1.5, 0.2, 3.5, n=5),
                   cylinder((0, -8.5, hb + 13.0), 1.0, 0.5, 6.0, n=5).posed(_rot_x(-0.5), (0, 0, 0))]
-        height = 23.5
     else:
         raise ValueError(f"unknown token shape {shape!r}")
     mesh = _merge(parts)

@@ -94,3 +94,7 @@ def test_train_command_explains_bad_arguments(tmp_path, capsys):
     assert "token model not found" in capsys.readouterr().err
     assert main(["train", str(tmp_path / "nowhere")]) == 2
     assert "dataset folder not found" in capsys.readouterr().err
+    assert main(["train", str(tmp_path), "--weights", str(tmp_path / "init.pt"), "--resume"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert main(["train", str(tmp_path), "--weights", str(tmp_path / "init.pt")]) == 2
+    assert "no such file" in capsys.readouterr().err
