@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import platform
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -49,7 +49,6 @@ class Scene:
     reference: np.ndarray
     calibration: Calibration
     tokens: tuple[TrueToken, ...]
-    reference_source: str  # how the reference frame was made
 
 
 @dataclass
@@ -93,34 +92,11 @@ def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
         raise KnockcamError(f"benchmark seeds must be in 0..{HELD_OUT_LIMIT - 1} (training uses the rest), not {seed}")
     from knockcam.synth import scene as sc
 
-    try:
-        jpeg, truth, rendered, ref_jpeg = sc.make_photo(board, seed, 0, reference=True)
-        reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
-        how = "knockcam.synth (make_photo reference=True: same camera, no tokens or occluders, other light)"
-    except TypeError:  # a synth without reference frames
-        jpeg, truth, rendered = sc.make_photo(board, seed, 0)
-        reference, how = _reference_frame(board, seed, rendered, sc)
+    jpeg, truth, rendered, ref_jpeg = sc.make_photo(board, seed, 0, reference=True)
     image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
     return Scene(seed=seed, image=image, reference=reference, calibration=rendered.spec.camera.calibration(),
-                 tokens=true_tokens(truth, board), reference_source=how)
-
-
-def _reference_frame(board: Board, seed: int, rendered, sc) -> tuple[np.ndarray, str]:
-    """For a synth without reference frames: the scene re-rendered without tokens or occluders, under a
-    slightly different light (exposure +-10%, a new uneven-light field) and new noise."""
-    spec = rendered.spec
-    rng = np.random.default_rng([seed, 7])
-    light = spec.light
-    changes = {"ambient": float(np.clip(light.ambient * rng.uniform(0.9, 1.1), 0.1, 0.9))}
-    if hasattr(light, "illumination_seed"):
-        changes["illumination_seed"] = int(rng.integers(2**31))
-    light = replace(light, **changes)
-    photo = replace(spec.photo, exposure=spec.photo.exposure * float(rng.uniform(0.9, 1.1)),
-                    noise_seed=int(rng.integers(2**31)))
-    empty = replace(spec, tokens=(), occluders=(), light=light, photo=photo)
-    img = sc.render(empty, board, compute_truth=False).image
-    jpeg = sc.encode_jpeg(sc.finish_photo(img, photo), photo.jpeg_quality)
-    return cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), "bench re-render (no tokens, light changed)"
+                 tokens=true_tokens(truth, board))
 
 
 def match(found: list[Position], truth: tuple[TrueToken, ...], limit_mm: float = MATCH_MM) -> dict[int, int]:
@@ -223,10 +199,9 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                             f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
     configs = configurations(model is not None)
     tallies = {c.name: Tally(c.name) for c in configs}
-    facts = {"reference_source": set(), "calibration_ms": []}
+    facts = {"calibration_ms": []}
     for n, seed in enumerate(range(seed_start, seed_start + scenes)):
         scene = make_scene(board, seed)
-        facts["reference_source"].add(scene.reference_source)
         auto_cal = None
         try:
             t0 = time.perf_counter()
@@ -258,6 +233,11 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
 
 
+def _load() -> str:
+    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    return " / ".join(f"{v:.1f}" for v in load)
+
+
 def _pct(num: int, den: int) -> str:
     return f"{100.0 * num / den:.2f}%" if den else "n/a"
 
@@ -276,9 +256,11 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         f"index 0; training uses seeds >= {HELD_OUT_LIMIT}), 1280x720, overhead to 60 degrees, all the synth's cases "
         "(touching tokens, near lines, fallen, off the board, occluders, blur, noise, JPEG). Synthetic only: no real "
         "photo was measured.",
-        f"Reference frames: {', '.join(sorted(facts['reference_source']))}.",
+        "Reference frames: the same synthetic camera with no tokens or occluders, under slightly different light "
+        "(knockcam.synth make_photo reference=True).",
         f"Learned model: {model_note}.",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible, shared with other work while it ran.",
+        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible; load average at the end "
+        f"{_load()}.",
         "",
         "A token is right when its side and its resting place (space id, or no space / off the board; RULES.md S3 "
         "from the true base centre) are right. A token not found counts as right only if it is off the board. "
@@ -306,9 +288,9 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
         lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]
-    lines += ["", "Median ms: wall-clock detection + assignment per 1280x720 image, after model load, on a machine "
-              "shared with a training job and other work (load average well above its 2 cores), so wall time is "
-              "inflated; median CPU ms is the process's CPU time for the same call (OpenCV may use both cores).", ""]
+    lines += ["", "Median ms: wall-clock detection + assignment per 1280x720 image, after model load (a load average "
+              "above the machine's cores inflates it); median CPU ms is the process's CPU time for the same call "
+              "(OpenCV and onnxruntime may use both cores).", ""]
     for t in tallies:
         lines += [f"## Colour confusions: {t.name}", "", "| true \\ found | " + " | ".join(SIDES) + f" | {MISSED} |",
                   "|---" * (len(SIDES) + 2) + "|"]

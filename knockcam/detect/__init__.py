@@ -60,12 +60,18 @@ def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
     learned = load_model(model)
-    found_model = learned.detect(image, calibration, board) if learned is not None else None
     found_ref = None
     if reference is not None:
         from knockcam.detect.reference import detect_reference
 
         found_ref = detect_reference(image, reference, calibration, board)
+    found_model = weak = None
+    if learned is not None:
+        # with a reference frame, the model's weak candidates too: they vouch for reference-only blobs
+        floor = min(learned.support_conf, learned.conf) if found_ref else learned.conf
+        candidates = learned.detect(image, calibration, board, conf=floor)
+        found_model = [t for t in candidates if t.confidence >= learned.conf]
+        weak = [t for t in candidates if t.confidence < learned.conf]
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
@@ -75,7 +81,7 @@ def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
         return found_model
     from knockcam.detect.combine import combine
 
-    return combine(found_model, found_ref)
+    return combine(found_model, found_ref, weak)
 
 
 __all__ = ["AUTO", "Token", "detect_tokens", "load_model"]

@@ -3,7 +3,10 @@
 Where both saw the same token (same side, bases close) the positions are averaged by their
 uncertainty and the token is trusted more (source "both"). Where they disagree -- one saw a token
 the other did not ("model_only" / "reference_only"), or they saw it in different colours
-("conflict") -- the token is kept, marked, and knockcam.assign flags it for a human.
+("conflict") -- the token is kept, marked, and knockcam.assign flags it for a human. A blob only
+the reference frame shows is kept only when the model has at least a weak candidate there: a hand,
+a glare change or a misregistered printed line differs from the empty board too, but the model
+sees no token in it (measured on held-out scenes: most reference-only blobs were such).
 """
 
 from __future__ import annotations
@@ -17,8 +20,12 @@ from knockcam.detect.tokens import Token
 MATCH_MM = 12.0  # two detections of one token are closer than this (bases are >= 25 mm apart)
 
 
-def combine(model: list[Token], reference: list[Token], match_mm: float = MATCH_MM) -> list[Token]:
-    """Merge the two detectors' tokens; order: matched, then conflicts, then one-detector tokens."""
+def combine(model: list[Token], reference: list[Token], weak: list[Token] | None = None,
+            match_mm: float = MATCH_MM) -> list[Token]:
+    """Merge the two detectors' tokens; order: matched, then conflicts, then one-detector tokens.
+
+    ``weak`` are the model's candidates below its threshold; None means no model vetting of
+    reference-only blobs (every one is kept)."""
     pairs = _match(model, reference, match_mm)
     used_m = {i for i, _ in pairs}
     used_r = {j for _, j in pairs}
@@ -31,8 +38,16 @@ def combine(model: list[Token], reference: list[Token], match_mm: float = MATCH_
             best = m if m.confidence >= r.confidence else r
             out.append(replace(best, source="conflict", confidence=abs(m.confidence - r.confidence)))
     out += [replace(model[i], source="model_only") for i in range(len(model)) if i not in used_m]
-    out += [replace(reference[j], source="reference_only") for j in range(len(reference)) if j not in used_r]
+    alone = [j for j in range(len(reference)) if j not in used_r]
+    if weak is not None:
+        support = [t.xy_mm for t in weak] + [model[i].xy_mm for i in range(len(model)) if i not in used_m]
+        alone = [j for j in alone if _near(reference[j].xy_mm, support, match_mm)]
+    out += [replace(reference[j], source="reference_only") for j in alone]
     return out
+
+
+def _near(xy, points, radius: float) -> bool:
+    return any(np.hypot(xy[0] - p[0], xy[1] - p[1]) <= radius for p in points)
 
 
 def _match(model: list[Token], reference: list[Token], match_mm: float) -> list[tuple[int, int]]:

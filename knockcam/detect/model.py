@@ -180,6 +180,9 @@ class TokenModel:
         self.max_det = int(cfg.get("max_det", 32))
         self.agnostic = bool(cfg.get("agnostic_nms", True))
         self.sigma_mm = float(cfg.get("sigma_mm", 2.0))
+        self.support_conf = float(cfg.get("support_conf", self.conf))
+        self.flips = [tuple(bool(v) for v in f) for f in cfg.get("tta_flips", [])]
+        self.flip_match_px = float(cfg.get("tta_match_px", 4.0))
         options = ort.SessionOptions()
         threads = int(cfg.get("threads", 0) if threads is None else threads)
         if threads > 0:
@@ -201,36 +204,69 @@ class TokenModel:
         meta = self.session.get_modelmeta().custom_metadata_map
         self.names = _class_names(meta.get("names"), self.path)
 
-    def predict(self, image_bgr: np.ndarray) -> tuple[Detections, Letterbox]:
-        """Raw detections for one BGR image, in model-input pixels, and the letterbox to undo them."""
+    def predict(self, image_bgr: np.ndarray, conf: float | None = None) -> tuple[Detections, Letterbox]:
+        """Raw detections scoring above ``conf`` (default: the model's threshold) for one BGR image, in
+        model-input pixels, and the letterbox to undo them."""
         image = _as_bgr(image_bgr)
         boxed, box = letterbox(image, self.input_hw)
         blob = boxed[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0  # BGR -> RGB, NCHW
         output = self.session.run(None, {self.input_name: np.ascontiguousarray(blob)})[0]
-        return decode(output, len(self.names), self.conf, self.iou, self.max_det, self.agnostic), box
+        threshold = self.conf if conf is None else float(conf)
+        return decode(output, len(self.names), threshold, self.iou, self.max_det, self.agnostic), box
 
-    def detect_canonical(self, canonical_bgr: np.ndarray, view: TopDown) -> list[Token]:
-        """Tokens in a canonical top-down image made with ``view``; positions in board millimetres."""
+    def detect_canonical(self, canonical_bgr: np.ndarray, view: TopDown, conf: float | None = None) -> list[Token]:
+        """Tokens in a canonical top-down image made with ``view``; positions in board millimetres.
+        ``conf`` lowers (or raises) the score threshold for this call."""
         height, width = np.asarray(canonical_bgr).shape[:2]
         if (width, height) != view.size:
             raise KnockcamError(f"canonical image is {width}x{height} px but the view is {view.size[0]}x"
                                 f"{view.size[1]} px: make it with knockcam.detect.canonical.warp_to_canonical")
-        found, box = self.predict(canonical_bgr)
+        found, box = self.predict(canonical_bgr, conf)
         if not len(found):
             return []
-        xy_mm = view.to_mm(box.to_image(found.centres))
+        centres = box.to_image(found.centres)
+        if self.flips:
+            centres = self._averaged_over_flips(canonical_bgr, centres)
+        xy_mm = view.to_mm(centres)
         return [Token(side=self.names[int(c)], xy_mm=(float(x), float(y)), confidence=float(s),
                       sigma_mm=self.sigma_mm, source="model")
                 for (x, y), s, c in zip(xy_mm, found.scores, found.classes)]
 
-    def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board) -> list[Token]:
+    def _averaged_over_flips(self, canonical_bgr: np.ndarray, centres: np.ndarray) -> np.ndarray:
+        """Base centres (canonical px) averaged with the model's answers on flipped copies of the image.
+
+        The model was trained with flips, so each flipped pass is an independent-ish guess of the same
+        base; the mean is steadier (held-out error median 2.4 -> 1.8 mm with one 180-degree pass).
+        A pass with no candidate near a token leaves that token's estimate out of its mean."""
+        height, width = canonical_bgr.shape[:2]
+        radius_px = self.flip_match_px
+        sums, counts = centres.copy(), np.ones(len(centres))
+        for flip_x, flip_y in self.flips:
+            flipped = np.ascontiguousarray(canonical_bgr[::-1 if flip_y else 1, ::-1 if flip_x else 1])
+            found, box = self.predict(flipped, self.support_conf)
+            if not len(found):
+                continue
+            back = box.to_image(found.centres)
+            if flip_x:
+                back[:, 0] = width - 1 - back[:, 0]
+            if flip_y:
+                back[:, 1] = height - 1 - back[:, 1]
+            dist = np.hypot(centres[:, None, 0] - back[None, :, 0], centres[:, None, 1] - back[None, :, 1])
+            nearest = dist.argmin(axis=1)  # detections are score-sorted: ties go to the stronger
+            close = dist[np.arange(len(centres)), nearest] <= radius_px
+            sums[close] += back[nearest[close]]
+            counts[close] += 1
+        return sums / counts[:, None]
+
+    def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board,
+               conf: float | None = None) -> list[Token]:
         """Tokens in a photo of the board: warp to the canonical view, detect, map back to image pixels too."""
         from dataclasses import replace
 
         from knockcam.detect.canonical import warp_to_canonical
 
         canonical, view = warp_to_canonical(_as_bgr(image_bgr), calibration, board)
-        tokens = self.detect_canonical(canonical, view)
+        tokens = self.detect_canonical(canonical, view, conf)
         if not tokens:
             return []
         xy_px = calibration.mm_to_px([t.xy_mm for t in tokens])

@@ -42,6 +42,17 @@ def test_tokens_one_detector_missed_are_kept_and_marked():
     assert sources == [("blue", "model_only"), ("green", "reference_only"), ("red", "both")]
 
 
+def test_a_reference_only_blob_needs_some_model_candidate_nearby_when_candidates_are_given():
+    model = [t("red", 100.0, 400.0)]
+    reference = [t("red", 100.5, 400.0, source="reference"),
+                 t("green", 50.0, 850.0, source="reference"),  # the model has a weak candidate here
+                 t("yellow", 300.0, 200.0, source="reference")]  # ... and nothing at all here: a hand, a glare
+    weak = [t("blue", 52.0, 849.0, conf=0.03)]
+    out = combine(model, reference, weak)
+    assert sorted((o.side, o.source) for o in out) == [("green", "reference_only"), ("red", "both")]
+    assert len(combine(model, reference)) == 3  # without the model's candidates nothing is vetoed
+
+
 def test_same_side_partner_is_preferred_over_a_nearer_other_colour():
     model = [t("red", 100.0, 400.0)]
     reference = [t("blue", 100.5, 400.0, source="reference"), t("red", 105.0, 400.0, source="reference")]

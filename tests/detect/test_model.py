@@ -191,7 +191,46 @@ def fake_model(output, hw):
     model.conf, model.iou, model.max_det, model.agnostic, model.sigma_mm = 0.25, 0.3, 32, True, 2.5
     model.session = FakeSession(output)
     model.input_name, model.input_hw, model.names = "images", hw, SIDES
+    model.support_conf, model.flips, model.flip_match_px = 0.05, [], 4.0
     return model
+
+
+class FlipAwareSession(FakeSession):
+    """A stand-in network that answers ``flipped_output`` on its second call: the image turned 180 degrees
+    (checked: it must be the first call's image upside down and mirrored)."""
+
+    def __init__(self, output, flipped_output):
+        super().__init__(output)
+        self.flipped_output = flipped_output
+        self.blobs = []
+
+    def run(self, _names, feeds):
+        self.blobs.append(next(iter(feeds.values())))
+        return [self.output if len(self.blobs) == 1 else self.flipped_output]
+
+
+def test_a_flipped_pass_averages_base_centres_and_ignores_far_candidates():
+    hw = input_hw_for(VIEW)
+    width, height = VIEW.size
+    canon = np.random.default_rng(0).integers(0, 255, (height, width, 3), dtype=np.uint8)
+    _, box = letterbox(canon, hw)
+    a, b = (100.0, 200.0), (60.0, 300.0)  # canonical px of two tokens
+    first = [(*box.to_input([a])[0], 10, 10, 0, 0.9), (*box.to_input([b])[0], 10, 10, 1, 0.8)]
+    # the turned pass sees token a 2 px further right, and token b nowhere near (30 px away)
+    turned = lambda x, y: (width - 1 - x, height - 1 - y)  # noqa: E731
+    second = [(*box.to_input([turned(a[0] + 2.0, a[1])])[0], 10, 10, 0, 0.1),
+              (*box.to_input([turned(b[0] + 30.0, b[1])])[0], 10, 10, 1, 0.9)]
+    model = fake_model(classic_output(first), hw)
+    model.session = FlipAwareSession(classic_output(first), classic_output(second))
+    model.flips = [(True, True)]
+    tokens = model.detect_canonical(canon, VIEW)
+    assert [t.side for t in tokens] == ["red", "yellow"]
+    assert tokens[0].xy_mm == pytest.approx(tuple(VIEW.to_mm([(a[0] + 1.0, a[1])])[0]), abs=1e-3)
+    assert tokens[1].xy_mm == pytest.approx(tuple(VIEW.to_mm([b])[0]), abs=1e-3)
+    assert tokens[0].confidence == pytest.approx(0.9)  # the flipped pass moves bases, it does not score
+    turned_canon, _ = letterbox(np.ascontiguousarray(canon[::-1, ::-1]), hw)
+    expected = turned_canon[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0
+    assert np.array_equal(model.session.blobs[1], expected)  # the second pass saw the view turned 180 degrees
 
 
 def test_box_centres_map_back_to_board_millimetres_through_letterbox_and_view():
