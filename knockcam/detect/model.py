@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import math
 import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,17 +29,17 @@ PAD_VALUE = 114  # ultralytics' letterbox grey, the colour the model saw around 
 
 
 def default_model_path() -> Path:
-    """Where the shipped weights live: $KNOCKCAM_MODEL, else detect.yaml's model.path, else models/tokens.onnx."""
+    """Where the shipped weights live: $KNOCKCAM_MODEL, else detect.yaml's model.path, else models/tokens.onnx
+    of this checkout (an editable install), else the copy a regular install put under <prefix>/share."""
     env = os.environ.get("KNOCKCAM_MODEL")
     if env:
         return Path(env)
     configured = settings.load("detect").get("model", {}).get("path")
     if configured:
         return Path(configured)
-    packaged = Path(__file__).resolve().parent.parent / "data" / "tokens.onnx"
-    if packaged.is_file():
-        return packaged
-    return Path(__file__).resolve().parents[2] / "models" / "tokens.onnx"
+    checkout = Path(__file__).resolve().parents[2] / "models" / "tokens.onnx"
+    installed = Path(sys.prefix) / "share" / "knockcam" / "models" / "tokens.onnx"
+    return installed if installed.is_file() and not checkout.is_file() else checkout
 
 
 @dataclass(frozen=True)
