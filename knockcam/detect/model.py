@@ -225,7 +225,7 @@ class TokenModel:
         found, box = self.predict(canonical_bgr, conf)
         if not len(found):
             return []
-        centres = box.to_image(found.centres)
+        centres = _raster_px(box.to_image(found.centres))
         if self.flips:
             centres = self._averaged_over_flips(canonical_bgr, centres)
         xy_mm = view.to_mm(centres)
@@ -247,7 +247,7 @@ class TokenModel:
             found, box = self.predict(flipped, self.support_conf)
             if not len(found):
                 continue
-            back = box.to_image(found.centres)
+            back = _raster_px(box.to_image(found.centres))
             if flip_x:
                 back[:, 0] = width - 1 - back[:, 0]
             if flip_y:
@@ -272,6 +272,12 @@ class TokenModel:
             return []
         xy_px = calibration.mm_to_px([t.xy_mm for t in tokens])
         return [replace(t, xy_px=(float(u), float(v))) for t, (u, v) in zip(tokens, xy_px)]
+
+
+def _raster_px(points) -> np.ndarray:
+    """Network outputs use ultralytics' continuous image coordinates (pixel i spans i..i+1, as the
+    training labels do: knockcam.synth.yolo.label_lines); TopDown rasters put pixel i's centre at i."""
+    return np.asarray(points, dtype=np.float64) - 0.5
 
 
 def _as_bgr(image: np.ndarray) -> np.ndarray:
