@@ -32,25 +32,12 @@ def run(args: argparse.Namespace) -> int:
         return 0
     from rich.console import Console
 
-    from knockcam.cli.round import round_tables
+    from knockcam.report.tables import round_tables, standings_table
 
     console = Console()
     for number, result in enumerate(game.history, start=1):
-        for renderable in round_tables(result, board, title=f"Round {number}"):
+        for renderable in round_tables(result, board, title=f"Round {number}", width=console.width):
             console.print(renderable)
         console.print()
     console.print(standings_table(game, standings))
     return 0
-
-
-def standings_table(game, standings: list[dict]):
-    """The W1 standings as a rich table (shared with ``knockcam replay``)."""
-    from rich.table import Table
-
-    state = "final" if game.over else f"after {game.round_number} of {game.rounds_total} rounds"
-    table = Table(title=f"Standings (W1, {state})", title_justify="left")
-    for header in ("Place", "Side", "Cash"):
-        table.add_column(header, justify="right" if header != "Side" else "left")
-    for s in standings:
-        table.add_row(str(s["place"]), s["side"], f"{s['cash']:,d}")
-    return table

@@ -40,13 +40,12 @@ def run(args: argparse.Namespace) -> int:
                          indent=2))
     else:
         from rich.console import Console
-        from knockcam.cli.game import standings_table
 
-        from knockcam.cli.round import round_tables
+        from knockcam.report.tables import round_tables, standings_table
 
         console = Console()
         for number, result in enumerate(game.history, start=1):
-            for renderable in round_tables(result, live.board, title=f"Round {number}"):
+            for renderable in round_tables(result, live.board, title=f"Round {number}", width=console.width):
                 console.print(renderable)
             console.print()
         for o in overrides:

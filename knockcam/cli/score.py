@@ -125,8 +125,8 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     """Tokens, then (with an order) the payout table of ``knockcam round``, Free Parking and the close calls."""
     from rich.console import Console
 
-    from knockcam.cli.round import round_tables
     from knockcam.report.evidence import free_parking_line, stake_lines
+    from knockcam.report.tables import round_tables
 
     console = console or Console()
     cal = scored.calibration
@@ -136,7 +136,7 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     for i, why in scored.left_out:
         console.print(f"[dim]#{i + 1} not scored in the round: {why}[/dim]")
     if scored.round is not None:
-        sides, pot, _ledger = round_tables(scored.round, scored.board, title="Payout")
+        sides, pot, _ledger = round_tables(scored.round, scored.board, title="Payout", width=console.width)
         console.print(sides)
         console.print(pot)
         console.print(free_parking_line(scored))

@@ -75,9 +75,9 @@ def round_text(scored, width: int) -> list[str]:
     from rich.console import Console
     from rich.table import Table
 
-    from knockcam.cli.round import round_tables
+    from knockcam.report.tables import round_tables
 
-    sides, pot, ledger = round_tables(scored.round, scored.board, title="Payout")
+    sides, pot, ledger = round_tables(scored.round, scored.board, title="Payout", width=width)
     console = Console(file=io.StringIO(), width=width, record=True, color_system=None, emoji=False,
                       legacy_windows=False)
     for renderable in (sides, pot, ledger):

@@ -9,7 +9,7 @@ import shutil
 import cv2
 import numpy as np
 
-from conftest import knockcam
+from cli_run import knockcam
 from knockcam.pipeline import TOKEN_KEYS
 
 

@@ -13,7 +13,7 @@ import cv2
 import numpy as np
 import pytest
 
-from conftest import knockcam
+from cli_run import knockcam
 from knockcam.cli import main
 
 
