@@ -42,15 +42,18 @@ def test_tokens_one_detector_missed_are_kept_and_marked():
     assert sources == [("blue", "model_only"), ("green", "reference_only"), ("red", "both")]
 
 
-def test_a_reference_only_blob_needs_some_model_candidate_nearby_when_candidates_are_given():
+def test_unsupported_reference_only_blobs_in_a_crowd_are_dropped_a_lone_one_is_kept():
     model = [t("red", 100.0, 400.0)]
     reference = [t("red", 100.5, 400.0, source="reference"),
                  t("green", 50.0, 850.0, source="reference"),  # the model has a weak candidate here
-                 t("yellow", 300.0, 200.0, source="reference")]  # ... and nothing at all here: a hand, a glare
+                 t("yellow", 300.0, 200.0, source="reference"),  # two blobs, no candidate: a hand
+                 t("yellow", 320.0, 230.0, source="reference"),
+                 t("blue", 300.0, 700.0, source="reference")]  # one blob, no candidate: kept, flagged
     weak = [t("blue", 52.0, 849.0, conf=0.03)]
     out = combine(model, reference, weak)
-    assert sorted((o.side, o.source) for o in out) == [("green", "reference_only"), ("red", "both")]
-    assert len(combine(model, reference)) == 3  # without the model's candidates nothing is vetoed
+    assert sorted((o.side, o.source) for o in out) == [
+        ("blue", "reference_only"), ("green", "reference_only"), ("red", "both")]
+    assert len(combine(model, reference)) == 5  # without the model's candidates nothing is vetted
 
 
 def test_same_side_partner_is_preferred_over_a_nearer_other_colour():
