@@ -1,13 +1,16 @@
 """Automatic calibration: find the board's outline and which end is GO!, with no help.
 
-Long straight lines (Hough on edges) are combined into quadrilaterals whose true aspect ratio,
-estimated with the focal length recovered from the quadrilateral itself, matches the board's.
-The best few are tested in each of their four orientations against the board file's printed
-grid (space edges warped top-down); the winner's sides are then refined to sub-pixel accuracy by
-fitting lines to edge profiles across each side (on a side whose edge face the camera sees, the
-top surface's edge is the one a board thickness inside the table's). Finally the printed grid is
-registered from there (knockcam.calibrate.grid): when most of its lines are found, the grid places
-the corners; when not, the outline is kept and its reported error is how far the grid disagrees.
+Long straight lines (Hough on all edges, and on the edges along the border of the region whose
+colours are not the table's) are combined into quadrilaterals whose true aspect ratio, estimated
+with the focal length recovered from the quadrilateral itself, matches the board's. Each is tested
+in its four orientations against the board file's printed grid (space edges warped top-down); the
+winner's sides are refined to sub-pixel accuracy by fitting lines to edge profiles across each side
+(on a side whose edge face the camera sees, the top surface's edge is the one a board thickness
+inside the table's). Finally the printed grid is registered from there (knockcam.calibrate.grid):
+when most of its lines are found, the grid places the corners (with the board's hump, when its
+lines show that it does not lie flat) and the reported error is how much they depend on which
+lines were seen; when not, the outline is kept and its reported error is how far the grid
+disagrees.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.grid import fit_grid
+from knockcam.calibrate.grid import corner_spread_mm, fit_grid, fit_grid_bowed, hump_mm
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.errors import KnockcamError
 
@@ -35,10 +38,11 @@ class Outline:
     grid_score: float  # printed-grid match of the chosen orientation
     runner_up: float  # the best other orientation's
     edge_points: int  # edge samples behind the sub-pixel fit
-    error_mm: float  # estimated RMS error over the board
+    error_mm: float  # estimated error (mm): at the worst corner when placed by the grid, else RMS over the board
     placed_by: str = "edges"  # "grid" when the printed grid's registration placed the corners
     grid_fit: float = 0.0  # share of printed-grid samples found on a printed line (0..1)
     edge_corners_px: np.ndarray | None = None  # the outline's own corners, before the grid
+    bow_mm: tuple[float, float] = (0.0, 0.0)  # hump fitted along the board and across it (0 when flat)
 
 
 def find_outline(image: np.ndarray, board: Board) -> Outline:
@@ -53,11 +57,11 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     small = cv2.resize(colour, (int(round(w * scale)), int(round(h * scale))), interpolation=cv2.INTER_AREA) \
         if scale < 1 else colour.copy()
     aspect = board.size_mm[1] / board.size_mm[0]
-    quads = _candidate_quads(small, aspect, cfg) + _region_quads(small, aspect, cfg)
+    mask = _board_mask(small)
+    quads = _candidate_quads(small, mask, aspect, cfg) + _region_quads(mask, aspect, cfg)
     if not quads:
         raise KnockcamError(NOT_FOUND)
     grad = _gradient(small)
-    best = None
     scored = []
     for quad in quads:
         raw = [_grid_score(grad, np.roll(quad, -rot, axis=0), board) for rot in range(4)]
@@ -74,39 +78,92 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     # the printed grid fixes orientation and roughly where; the physical edge is the outermost of
     # the nearby candidates (a frame printed just inside the edge makes a second, smaller one)
     near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]
-    best = max(near, key=_area)
-    corners = best / scale + (0.5 / scale - 0.5)  # work pixel centres -> full-resolution pixels
-    corners, n_points, line_fits = _refine(colour, corners, cfg, first_radius=max(4.0, 2.5 / scale), board=board)
-    edge_corners = corners
-    err = _line_fit_error_mm(line_fits, board)
-    # the scatter misses what is systematic: which of several close edges (board thickness, a
-    # border printed at the edge, shadow) is the top surface's; count that as corner uncertainty
-    hom = homography_from_points(board_corners_mm(board), corners)
-    # a visible edge face adds the doubt of which edge is the top surface's: up to half the
-    # thickness range's width of that face
-    face = side_face_px(corners, board, (w, h))
-    ambiguity = float(np.hypot(float(cfg["edge_ambiguity_px"]),
-                               face.max() * float(cfg.get("thickness_mm", (1.0, 7.0))[1]) / 2))
-    err = float(np.hypot(err, corner_uncertainty_mm(hom, board, ambiguity, samples=100)))
-    source = "edges"
-    # the printed grid, registered from the outline, places the board without the edge's ambiguity
-    fit = fit_grid(cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), hom, board,
-                   radii=tuple(float(r) for r in cfg.get("grid_radii", (4, 2))), bow=False)
-    apart = _apart_mm(hom, fit.homography, board)
-    if fit.score < float(cfg.get("grid_min_score", 0.5)):
+    # the grid registration also starts from the best-scoring quadrilaterals themselves
+    seeds = [max(near, key=_area)]
+    for _, _, q in scored:
+        if len(seeds) > int(cfg["grid_seeds"]):
+            break
+        if min(np.abs(q - s).max() for s in seeds) > 2.0:
+            seeds.append(q)
+    seeds = [q / scale + (0.5 / scale - 0.5) for q in seeds]  # work pixel centres -> full-resolution pixels
+    quad = seeds[0]
+    mm = board_corners_mm(board)
+    try:
+        edge_corners, n_points, line_fits = _refine(colour, quad, cfg, first_radius=max(4.0, 2.5 / scale), board=board)
+    except KnockcamError:  # no clean edge on some side (an occluder, a table of the board's colour)
+        edge_corners, n_points, line_fits = quad, 0, None
+    hom = homography_from_points(mm, edge_corners)
+    # the printed grid, registered from the refined outline and from the rough quadrilaterals (the
+    # registration can settle on a wrong nearby line), each on two renderings of the photo: grey,
+    # and the brightest channel, where ink stays dark but a coloured band beside a printed line
+    # turns light so that the line stays visible; the best-fitting registration is kept
+    starts = [(hom, tuple(float(r) for r in cfg["grid_radii"]))]
+    starts += [(homography_from_points(mm, q), tuple(float(r) for r in cfg["grid_search_radii"])) for q in seeds]
+    images = (cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), np.ascontiguousarray(colour.max(axis=2)))
+    fits = [(fit_grid(img, h0, board, radii=radii, bow=False), img) for img in images for h0, radii in starts]
+    fit, gray = max(fits, key=lambda f: f[0].score)
+    if fit.score < float(cfg["grid_min_score"]):
+        if line_fits is None:  # neither the printed grid nor the board's edges
+            raise KnockcamError(NOT_FOUND)
         # the grid does not confirm the outline: the outline alone is no better than the distance
         # to where the grid's registration went (a wrong quadrilateral, or an edge the grid disputes)
-        err = max(err, apart)
+        err = max(_edge_error_mm(line_fits, edge_corners, board, (w, h), cfg), _apart_mm(hom, fit.homography, board))
+        return Outline(corners_px=edge_corners, grid_score=float(best_score), runner_up=float(runner),
+                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score),
+                       edge_corners_px=edge_corners)
+    # another registration that fits about as well but puts the corners elsewhere is a doubt
+    floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
+    rivals = [(f, img) for f, img in fits
+              if f.score >= floor and _corner_apart_mm(fit.homography, f.homography, board) > 0.5]
+    # a board that does not lie flat bends its printed lines (a hump along it, zero at the corners)
+    # and no flat fit follows them: when the lines show a hump, it is fitted too
+    hump = hump_mm(gray, fit.homography, board)
+    if hump >= float(cfg["bow_min_mm"]):
+        def up(homography):
+            return up_px(homography, board, (w, h))
+
+        radii = tuple(float(r) for r in cfg["bow_radii"])
+        bent, bow = fit_grid_bowed(gray, fit.homography, board, up, radii=radii)
+        placed = bent.homography
+        others = [fit_grid_bowed(img, f.homography, board, up, radii=radii)[0].homography for f, img in rivals]
+        err = float(cfg["grid_spread_factor"]) * corner_spread_mm(gray, placed, board, bow=bent.bow)
     else:
-        corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), fit.homography).reshape(-1, 2)
-        source = "grid"
-        # two independent placements (outline, printed grid): how far apart they put the board is
-        # an honest floor for the error of either
-        spread = corner_uncertainty_mm(fit.homography, board, float(cfg.get("grid_ambiguity_px", 0.5)), samples=100)
-        err = max(apart, spread)
+        placed, bow = fit.homography, (0.0, 0.0)
+        others = [f.homography for f, _ in rivals]
+        err = max(float(cfg["grid_spread_factor"]) * corner_spread_mm(gray, placed, board),
+                  float(cfg["hump_factor"]) * hump)
+    # the estimate at the worst corner: how much the corners depend on which printed lines were
+    # seen (scaled: it misses what biases every line alike), a hump too low to fit (it still skews
+    # a flat fit a little), never less than the line-position ambiguity, and never less than how
+    # far the rival registrations put the corners
+    err = max([err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100)]
+              + [_corner_apart_mm(placed, other, board) for other in others])
+    corners = cv2.perspectiveTransform(mm.reshape(-1, 1, 2), placed).reshape(-1, 2)
     return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
-                   edge_points=n_points, error_mm=err, placed_by=source, grid_fit=float(fit.score),
-                   edge_corners_px=edge_corners)
+                   edge_points=n_points, error_mm=err, placed_by="grid", grid_fit=float(fit.score),
+                   edge_corners_px=edge_corners, bow_mm=bow)
+
+
+def _edge_error_mm(line_fits, corners: np.ndarray, board: Board, image_size: tuple[int, int], cfg: dict) -> float:
+    """Estimated RMS error (board mm) of an outline placed by its edges alone.
+
+    The sides' fit scatter, plus what is systematic: which of several close edges (board
+    thickness, a border printed at the edge, shadow) is the top surface's, counted as corner
+    uncertainty; a visible edge face adds up to half the thickness range's width of that face.
+    """
+    hom = homography_from_points(board_corners_mm(board), corners)
+    face = side_face_px(corners, board, image_size)
+    ambiguity = float(np.hypot(float(cfg["edge_ambiguity_px"]), face.max() * float(cfg["thickness_mm"][1]) / 2))
+    scatter = _line_fit_error_mm(line_fits, board)
+    return float(np.hypot(scatter, corner_uncertainty_mm(hom, board, ambiguity, samples=100)))
+
+
+def _corner_apart_mm(h1: np.ndarray, h2: np.ndarray, board: Board) -> float:
+    """The largest distance (board mm) between where two homographies put the board's corners."""
+    mm = board_corners_mm(board)
+    px = cv2.perspectiveTransform(mm.reshape(-1, 1, 2), h1)
+    back = cv2.perspectiveTransform(px, np.linalg.inv(h2)).reshape(-1, 2)
+    return float(np.linalg.norm(back - mm, axis=1).max())
 
 
 def _apart_mm(h1: np.ndarray, h2: np.ndarray, board: Board) -> float:
@@ -133,9 +190,12 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
 def _error_source(outline: Outline) -> str:
     cfg = settings.load("calibrate")["auto"]
     if outline.placed_by == "grid":
-        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
-                f"the larger of how far the board outline's own placement lies from it and "
-                f"{cfg.get('grid_ambiguity_px', 0.5)} px per corner (RMS over the board)")
+        bowed = (f"with the board's hump fitted ({outline.bow_mm[0]:.1f} mm along, {outline.bow_mm[1]:.1f} mm across); "
+                 if any(outline.bow_mm) else "")
+        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line) "
+                f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
+                f"the printed lines, {cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
+                f"per corner, and how far another registration that fits about as well puts them (worst corner)")
     return (f"estimate: scatter of {outline.edge_points} edge points about the four fitted sides, plus "
             f"{cfg['edge_ambiguity_px']} px of edge ambiguity per corner and half a board thickness of any edge face "
             f"in view (RMS over the board); the printed grid "
@@ -167,10 +227,12 @@ def _edges(small: np.ndarray) -> np.ndarray:
     return edges
 
 
-def _hough_lines(edges: np.ndarray, n: int) -> np.ndarray:
+def _hough_lines(edges: np.ndarray, n: int, per_direction: int) -> np.ndarray:
     """Up to ``n`` distinct straight lines (rho, theta), each re-fitted to the edge pixels near it.
 
     Suppression is tight on purpose: a board's edge often runs a few pixels from a printed line.
+    At most ``per_direction`` lines per 10-degree direction band: otherwise the board's long sides
+    and the printed lines along them take every place and its short ends are never tried.
     """
     found = cv2.HoughLines(edges, 1, np.pi / 360, threshold=int(0.08 * min(edges.shape)))
     if found is None:
@@ -178,7 +240,11 @@ def _hough_lines(edges: np.ndarray, n: int) -> np.ndarray:
     ys, xs = np.nonzero(edges)
     pix = np.column_stack([xs, ys]).astype(np.float64)
     lines: list[tuple[float, float]] = []
-    for rho, theta in found[:n * 8, 0, :]:
+    per_band = np.zeros(18, int)
+    for rho, theta in found[:n * 40, 0, :]:
+        band = int(np.degrees(theta) % 180 // 10)
+        if per_band[band] >= per_direction:
+            continue
         dup = False
         for r2, t2 in lines:
             if _same_line((rho, theta), (r2, t2), 3.0, np.radians(1.5)):
@@ -196,6 +262,7 @@ def _hough_lines(edges: np.ndarray, n: int) -> np.ndarray:
                 nrm = nrm2 if nrm2 @ nrm > 0 else -nrm2
                 rho, theta = float(c @ nrm), float(np.arctan2(nrm[1], nrm[0]))
         lines.append((float(rho), float(theta)))
+        per_band[band] += 1
         if len(lines) >= n:
             break
     return np.array(lines)
@@ -262,12 +329,24 @@ def quad_aspect(quad: np.ndarray, image_size: tuple[int, int]) -> float:
     return float(quad_aspects(np.asarray(quad, np.float64)[None], image_size)[0])
 
 
-def _candidate_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
-    """Plausible board quadrilaterals (work pixels, anticlockwise on screen), best edge support first."""
+def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
+    """Plausible board quadrilaterals (work pixels, anticlockwise on screen), best edge support first.
+
+    Lines come from all edges and, separately, from the edges along the border of the not-table
+    ``mask``: there neither a textured table nor the printed lines inside the board crowd out
+    the board's own sides.
+    """
     h, w = small.shape[:2]
     edges = _edges(small)
     dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
-    lines = _hough_lines(edges, int(cfg.get("max_lines", 48)))
+    n, per_direction = int(cfg["max_lines"]), int(cfg["max_lines_per_direction"])
+    band = int(cfg["mask_band_px"])
+    kernel = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
+    rim = cv2.dilate(mask, kernel) & ~cv2.erode(mask, kernel)
+    lines = _hough_lines(edges, n, per_direction)
+    for line in _hough_lines(edges & rim, n, per_direction):
+        if not any(_same_line(line, other, 3.0, np.radians(1.5)) for other in lines):
+            lines = np.vstack([lines, line[None]]) if len(lines) else line[None]
     if len(lines) < 4:
         return []
     theta = lines[:, 1]
@@ -343,9 +422,9 @@ def _candidate_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.nda
     return [quads[i] for i in kept]
 
 
-def _region_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
-    """Quadrilaterals around regions that are not table: the table's colours are learnt from the
-    image border (k-means in Lab), everything far from all of them is a candidate board region."""
+def _board_mask(small: np.ndarray) -> np.ndarray:
+    """Where the image is not table (uint8 0/255): the table's colours are learnt from the image
+    border (k-means in Lab), everything far from all of them is a candidate board region."""
     h, w = small.shape[:2]
     lab = cv2.cvtColor(cv2.GaussianBlur(small, (0, 0), 2.0), cv2.COLOR_BGR2Lab).astype(np.float32)
     b = max(4, int(0.03 * min(h, w)))
@@ -353,9 +432,8 @@ def _region_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarra
                              lab[:, -b:].reshape(-1, 3)])
     k = 4
     crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 1.0)
-    _, labels, centres = cv2.kmeans(border[:: max(1, len(border) // 20000)], k, None, crit, 2,
-                                    cv2.KMEANS_PP_CENTERS, )
     sample = border[:: max(1, len(border) // 20000)]
+    _, labels, centres = cv2.kmeans(sample, k, None, crit, 2, cv2.KMEANS_PP_CENTERS)
     spread = np.array([np.sqrt(np.mean(np.sum((sample[labels.ravel() == i] - centres[i]) ** 2, axis=1)) + 1e-6)
                        if np.any(labels.ravel() == i) else 1e6 for i in range(k)])
     dist = np.min(np.linalg.norm(lab[:, :, None, :] - centres[None, None], axis=3) / (spread + 4.0), axis=2)
@@ -363,7 +441,12 @@ def _region_quads(small: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarra
     _, mask = cv2.threshold(img8, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     size = max(3, int(0.012 * min(h, w)) | 1)
     mask = cv2.morphologyEx(mask, cv2.MORPH_OPEN, np.ones((size, size), np.uint8))
-    mask = cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3 * size, 3 * size), np.uint8))
+    return cv2.morphologyEx(mask, cv2.MORPH_CLOSE, np.ones((3 * size, 3 * size), np.uint8))
+
+
+def _region_quads(mask: np.ndarray, aspect: float, cfg: dict) -> list[np.ndarray]:
+    """Quadrilaterals around the largest not-table regions of ``mask``."""
+    h, w = mask.shape[:2]
     contours, _ = cv2.findContours(mask, cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
     out = []
     for c in sorted(contours, key=cv2.contourArea, reverse=True)[:4]:
@@ -443,19 +526,9 @@ def side_face_px(corners: np.ndarray, board: Board, image_size: tuple[int, int])
     """
     w, h = image_size
     hom = homography_from_points(board_corners_mm(board), corners)
-    centred = np.array([[1, 0, -(w - 1) / 2], [0, 1, -(h - 1) / 2], [0, 0, 1.0]]) @ hom
-    f = _focal(corners, image_size)
-    kinv = np.diag([1 / f, 1 / f, 1.0])
-    b = kinv @ centred
-    s = 1.0 / np.linalg.norm(b[:, 0])
-    if b[2, 2] * s < 0:
-        s = -s
-    r1, r2 = b[:, 0] * s, b[:, 1] * s
-    r3 = np.cross(r1, r2)
-    t = b[:, 2] * s
-    if -(r3 @ t) < 0:  # the camera is above the board: up is the side it sits on
-        r3 = -r3
-    c3 = np.linalg.inv(kinv) @ r3 / s  # image (homogeneous, centred) of a 1 mm step up
+    shift = np.array([[1, 0, -(w - 1) / 2], [0, 1, -(h - 1) / 2], [0, 0, 1.0]])
+    centred = shift @ hom
+    c3 = shift @ up_px(hom, board, image_size)  # image (homogeneous, centred) of a 1 mm step up
     wmm, lmm = board.size_mm
     mm = board_corners_mm(board)
     out = np.zeros(4)
@@ -468,6 +541,26 @@ def side_face_px(corners: np.ndarray, board: Board, image_size: tuple[int, int])
         nrm = np.array([-e[1], e[0]]) / max(np.linalg.norm(e), 1e-9)  # outward (anticlockwise quad)
         out[a] = max(0.0, float((p1 - p0) @ nrm))
     return out
+
+
+def up_px(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> np.ndarray:
+    """The image (homogeneous, on the scale of ``homography`` with its last term 1) of a 1 mm step
+    up from the board, for the camera recovered from the homography (focal length from the
+    board's right angles, principal point at the image centre)."""
+    w, h = image_size
+    hom = np.asarray(homography, np.float64) / homography[2, 2]
+    shift = np.array([[1, 0, -(w - 1) / 2], [0, 1, -(h - 1) / 2], [0, 0, 1.0]])
+    corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), hom).reshape(-1, 2)
+    f = _focal(corners, image_size)
+    kinv = np.diag([1 / f, 1 / f, 1.0])
+    b = kinv @ shift @ hom
+    s = 1.0 / np.linalg.norm(b[:, 0])
+    if b[2, 2] * s < 0:
+        s = -s
+    r3 = np.cross(b[:, 0] * s, b[:, 1] * s)
+    if -(r3 @ (b[:, 2] * s)) < 0:  # the camera is above the board: up is the side it sits on
+        r3 = -r3
+    return np.linalg.inv(shift) @ np.linalg.inv(kinv) @ r3 / s
 
 
 def _focal(corners: np.ndarray, image_size: tuple[int, int]) -> float:

@@ -7,9 +7,13 @@ edge (and the GO! line) are projected with the current homography; across each, 
 profile is searched for the printed line (a dark ridge); the homography is then moved to minimise
 the robust sum of those across-line offsets (Gauss-Newton on point-to-line distances).
 
-``bow=True`` also fits a smooth hump along the board (zero at both ends, where the corners are),
-for boards that do not lie flat. It is off in the automatic method: measured on the fixtures it
-did not make the corners better (the bowed fixture is still placed by its outline).
+``bow=True`` also fits a free smooth hump along the board (zero at both ends, where the corners
+are); with six free terms it is poorly held by the lines (the near end has only the GO! line),
+so the automatic method uses ``fit_grid_bowed`` instead: the same hump shape, seen in the
+direction "up" that the camera implies, with two unknowns (its height along and across).
+``hump_mm`` measures how much such a hump the lines show under a flat fit, and
+``corner_spread_mm`` how much the corners depend on which lines were seen (both feed the
+automatic method's error estimate).
 """
 
 from __future__ import annotations
@@ -123,33 +127,10 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     hn = hn / hn[2, 2]
     bowv = np.zeros(6)
     img = _ridge_image(gray.astype(np.float32), blur)
-    h_img, w_img = img.shape[:2]
     ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
+
     def measure(radius):
-        """Across-line offsets of the printed line from where the model puts it, at every sample."""
-        q, _ = _project(hn, bowv, pn, s1, s2)
-        q2, _ = _project(hn, bowv, ahead, s1, s2)
-        nimg = q2 - q
-        nimg /= np.maximum(np.linalg.norm(nimg, axis=1, keepdims=True), 1e-9)
-        step = 0.5
-        offs = np.arange(-radius, radius + step / 2, step, dtype=np.float32)
-        xs = (q[:, None, 0] + offs[None] * nimg[:, None, 0]).astype(np.float32)
-        ys = (q[:, None, 1] + offs[None] * nimg[:, None, 1]).astype(np.float32)
-        inside = (xs.min(1) >= 1) & (xs.max(1) <= w_img - 2) & (ys.min(1) >= 1) & (ys.max(1) <= h_img - 2)
-        prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        # a thin dark line: darker than both sides ``gap`` px away (a ridge), strongest in the window
-        g = int(round(gap / step))
-        padded = np.pad(prof, ((0, 0), (g, g)), mode="edge")
-        resp = np.minimum(padded[:, :-2 * g], padded[:, 2 * g:]) - prof
-        k = np.argmax(resp[:, 1:-1], axis=1) + 1
-        rows = np.arange(len(prof))
-        y0, y1, y2 = resp[rows, k - 1], resp[rows, k], resp[rows, k + 1]
-        den = y0 - 2 * y1 + y2
-        sub = np.where(den < -1e-6, 0.5 * (y0 - y2) / np.minimum(den, -1e-6), 0.0)
-        found = offs[k] + np.clip(sub, -0.5, 0.5) * step
-        contrast = y1
-        ok = inside & (contrast >= min_contrast) & (k > 1) & (k < len(offs) - 2)
-        return found, ok, nimg, inside
+        return _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap)
 
     for stage, radius in enumerate(radii):
         use_bow = bow and stage == len(radii) - 1
@@ -187,6 +168,34 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     return GridFit(hom_mm, int(good.sum()), int(inside.sum()), rms, sigma_c, bowv)
 
 
+def _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap):
+    """Across-line offsets (px) of the printed line from where the model puts it, at every sample:
+    (offsets, whether a line was found, unit across-line directions in the image, inside the image)."""
+    h_img, w_img = img.shape[:2]
+    q, _ = _project(hn, bowv, pn, s1, s2)
+    q2, _ = _project(hn, bowv, ahead, s1, s2)
+    nimg = q2 - q
+    nimg /= np.maximum(np.linalg.norm(nimg, axis=1, keepdims=True), 1e-9)
+    step = 0.5
+    offs = np.arange(-radius, radius + step / 2, step, dtype=np.float32)
+    xs = (q[:, None, 0] + offs[None] * nimg[:, None, 0]).astype(np.float32)
+    ys = (q[:, None, 1] + offs[None] * nimg[:, None, 1]).astype(np.float32)
+    inside = (xs.min(1) >= 1) & (xs.max(1) <= w_img - 2) & (ys.min(1) >= 1) & (ys.max(1) <= h_img - 2)
+    prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+    # a thin dark line: darker than both sides ``gap`` px away (a ridge), strongest in the window
+    g = int(round(gap / step))
+    padded = np.pad(prof, ((0, 0), (g, g)), mode="edge")
+    resp = np.minimum(padded[:, :-2 * g], padded[:, 2 * g:]) - prof
+    k = np.argmax(resp[:, 1:-1], axis=1) + 1
+    rows = np.arange(len(prof))
+    y0, y1, y2 = resp[rows, k - 1], resp[rows, k], resp[rows, k + 1]
+    den = y0 - 2 * y1 + y2
+    sub = np.where(den < -1e-6, 0.5 * (y0 - y2) / np.minimum(den, -1e-6), 0.0)
+    found = offs[k] + np.clip(sub, -0.5, 0.5) * step
+    ok = inside & (y1 >= min_contrast) & (k > 1) & (k < len(offs) - 2)
+    return found, ok, nimg, inside
+
+
 def _jacobian(hn, bowv, pn, s1, s2, nimg, use_bow) -> np.ndarray:
     """Derivative of each sample's across-line position with respect to h00..h21 (and the hump terms)."""
     _, hom = _project(hn, bowv, pn, s1, s2)
@@ -217,3 +226,136 @@ def _corner_sigma(hn, jac, rms, board, l_mm) -> np.ndarray:
         jv = np.array([0, 0, 0, p[0] / ww, p[1] / ww, 1 / ww, -v * p[0] / ww, -v * p[1] / ww])
         out.append(np.sqrt(max(ju @ cov @ ju + jv @ cov @ jv, 0.0)))
     return np.array(out)
+
+
+def _offsets_at(gray: np.ndarray, homography: np.ndarray, board: Board, radius: float, inlier_px: float,
+                bow: np.ndarray | None = None):
+    """The printed lines' offsets from where ``homography`` (and the hump terms ``bow`` of a
+    bowed fit, if given) puts them, at the samples where a line was found within ``inlier_px``:
+    (samples mm, their normals, offsets px, across-line directions, derivative of each offset
+    with respect to the normalised homography's eight terms, normalised homography)."""
+    pts_mm, nrm_mm = template(board)
+    l_mm = board.size_mm[1]
+    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
+    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
+    bowv = np.zeros(6) if bow is None else np.asarray(bow, np.float64) / hn[2, 2]
+    hn = hn / hn[2, 2]
+    pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
+    ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
+    s1, s2 = _bow_shape(pts_mm, board)
+    img = _ridge_image(gray.astype(np.float32), 1.0)
+    found, ok, nimg, _ = _measure(img, hn, bowv, pn, ahead, s1, s2, radius, 3.0, 1.5)
+    good = ok & (np.abs(found) <= inlier_px)
+    jac = _jacobian(hn, bowv, pn[good], s1[good], s2[good], nimg[good], False)
+    return pts_mm[good], nrm_mm[good], found[good], nimg[good], jac, hn
+
+
+def corner_spread_mm(gray: np.ndarray, homography: np.ndarray, board: Board, radius: float = 2.0,
+                     inlier_px: float = 1.0, segment_mm: float = 80.0, resamples: int = 40, seed: int = 0,
+                     bow: np.ndarray | None = None) -> float:
+    """How much the board's corners depend on which printed lines were seen (board mm, RMS of the
+    worst corner over bootstrap resamples of line pieces ``segment_mm`` long).
+
+    A line mis-read along one piece (a coloured band beside it, a token, glare) moves the fit
+    when that piece is left out or counted twice; the corners lie outside the printed lines, so
+    such a doubt grows on the way to them. ``bow``: the hump terms of a bowed fit (GridFit.bow).
+    """
+    pts, nrm, res, _, jac, hn = _offsets_at(gray, homography, board, radius, inlier_px, bow)
+    if len(res) < 16:
+        return float("inf")
+    w_mm, l_mm = board.size_mm
+    along = np.where(np.abs(nrm[:, 0]) > 0.5, pts[:, 1], pts[:, 0])
+    offset = np.where(np.abs(nrm[:, 0]) > 0.5, pts[:, 0], pts[:, 1])
+    key = np.round(np.abs(nrm[:, 0])) * 1e6 + np.round(offset) * 1e2 + np.floor(along / segment_mm)
+    _, piece = np.unique(key, return_inverse=True)
+    n_pieces = piece.max() + 1
+    corners = np.array([[0, 0, 1], [w_mm / l_mm, 0, 1], [w_mm / l_mm, 1, 1], [0, 1, 1.0]])
+    h_inv = np.linalg.inv(hn)
+    rng = np.random.default_rng(seed)
+    worst = []
+    for _ in range(resamples):
+        wts = np.sqrt(np.bincount(rng.integers(0, n_pieces, n_pieces), minlength=n_pieces)[piece])
+        delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
+        px = corners @ (hn + np.append(delta, 0.0).reshape(3, 3)).T
+        back = (px / px[:, 2:3]) @ h_inv.T
+        back = back[:, :2] / back[:, 2:3]
+        worst.append(np.max(np.linalg.norm(back - corners[:, :2], axis=1)) * l_mm)
+    return float(np.sqrt(np.mean(np.square(worst))))
+
+
+def hump_mm(gray: np.ndarray, homography: np.ndarray, board: Board, radius: float = 2.0,
+            inlier_px: float = 1.0) -> float:
+    """How far (board mm, at the board's middle) the printed lines sit from where a flat board puts
+    them, in the shape of a hump along the board (zero at both ends).
+
+    A board that does not lie flat bends its printed lines in that shape, and no homography can
+    follow it: the flat fit then misplaces the corners. The hump is fitted together with a small
+    change of the homography, so that what a homography can explain does not count.
+    """
+    pts, _, res, nimg, jac, _ = _offsets_at(gray, homography, board, radius, inlier_px)
+    if len(res) < 30:
+        return float("inf")
+    w_mm, l_mm = board.size_mm
+    s1 = np.sin(np.pi * np.clip(pts[:, 1] / l_mm, 0, 1))
+    s2 = s1 * np.sin(np.pi * np.clip(pts[:, 0] / w_mm, 0, 1))
+    a = np.hstack([jac, (s1[:, None] * nimg), (s2[:, None] * nimg)])
+    sol = np.linalg.lstsq(a, res, rcond=None)[0]
+    centre = np.array([[w_mm / 2, l_mm / 2], [w_mm / 2 + 1, l_mm / 2], [w_mm / 2, l_mm / 2 + 1]])
+    px = cv2.perspectiveTransform(centre.reshape(-1, 1, 2), np.asarray(homography, np.float64)).reshape(-1, 2)
+    px_per_mm = 0.5 * (np.linalg.norm(px[1] - px[0]) + np.linalg.norm(px[2] - px[0]))
+    return float(np.hypot(sol[8], sol[9]) / px_per_mm)
+
+
+def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, radii=(3.0, 2.0, 2.0),
+                   iterations: int = 4, inlier_px: float = 1.0) -> tuple[GridFit, tuple[float, float]]:
+    """Refine ``homography`` on the printed grid of a board that may not lie flat: a hump of
+    ``by`` mm along it and ``bx`` mm more across it (zero at the corners), seen as a step up.
+
+    ``up(homography)`` gives the image (homogeneous, same scale as the homography with its last
+    term 1) of a 1 mm step up from the board, from the camera the homography implies: the hump
+    then has two unknowns only, which the printed lines determine well, unlike a free hump.
+    Returns the fit (its homography is the flat board plane's) and (by, bx) in mm.
+    """
+    pts_mm, nrm_mm = template(board)
+    l_mm = board.size_mm[1]
+    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
+    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
+    hn = hn / hn[2, 2]
+    pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
+    ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
+    s1, s2 = _bow_shape(pts_mm, board)
+    img = _ridge_image(gray.astype(np.float32), 1.0)
+    hump = np.zeros(2)
+
+    def model():
+        h_mm = hn @ scale
+        step = up(h_mm / h_mm[2, 2]) / h_mm[2, 2]
+        return step, np.concatenate([hump[0] * step, hump[1] * step])
+
+    for radius in radii:
+        for _ in range(iterations):
+            step, bowv = model()
+            found, ok, nimg, _ = _measure(img, hn, bowv, pn, ahead, s1, s2, radius, 3.0, 1.5)
+            if ok.sum() < 30:
+                break
+            res = found[ok]
+            mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
+            wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
+            _, hom = _project(hn, bowv, pn[ok], s1[ok], s2[ok])
+            along = nimg[ok, 0] * hom[:, 0] / hom[:, 2] + nimg[ok, 1] * hom[:, 1] / hom[:, 2]
+            d_up = (nimg[ok, 0] * step[0] + nimg[ok, 1] * step[1] - along * step[2]) / hom[:, 2]
+            jac = np.column_stack([_jacobian(hn, bowv, pn[ok], s1[ok], s2[ok], nimg[ok], False),
+                                   s1[ok] * d_up, s2[ok] * d_up])
+            delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
+            hn = hn + np.append(delta[:8], 0.0).reshape(3, 3)
+            hn = hn / hn[2, 2]
+            hump += delta[8:]
+            if np.abs(delta).max() < 1e-6:
+                break
+    _, bowv = model()
+    found, ok, _, inside = _measure(img, hn, bowv, pn, ahead, s1, s2, 2.0, 3.0, 1.5)
+    good = ok & (np.abs(found) <= inlier_px)
+    rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
+    h_mm = hn @ scale
+    fit = GridFit(h_mm / h_mm[2, 2], int(good.sum()), int(inside.sum()), rms, np.full(4, np.nan), bowv)
+    return fit, (float(hump[0]), float(hump[1]))

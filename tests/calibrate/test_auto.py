@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from knockcam.calibrate import calibrate
-from knockcam.calibrate.auto import calibrate_auto, quad_aspect, side_face_px
+from knockcam.calibrate.auto import _hough_lines, calibrate_auto, quad_aspect, side_face_px
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import corner_errors_mm
 from knockcam.calibrate.scene import make_scene
@@ -80,8 +80,23 @@ def test_no_board_is_a_clear_error(board):
         calibrate_auto(table, board)
 
 
+def test_short_board_ends_are_kept_among_many_long_parallel_lines():
+    # a board's long sides and the printed lines along them are many and long; its two ends are
+    # short: they must still be among the lines tried, or the board's quadrilateral is never built
+    edges = np.zeros((540, 960), np.uint8)
+    for y in range(60, 480, 12):
+        cv2.line(edges, (100, y), (860, y + 20), 255, 1)
+    cv2.line(edges, (300, 100), (310, 420), 255, 1)
+    cv2.line(edges, (700, 110), (712, 430), 255, 1)
+    lines = _hough_lines(edges, 24, 10)
+    assert len(lines) <= 24
+    # where each near-vertical line (normal along x) crosses y = 260
+    x_mid = [(r - 260 * np.sin(t)) / np.cos(t) for r, t in lines if abs(np.cos(t)) > 0.9]
+    assert any(abs(x - 305) < 4 for x in x_mid) and any(abs(x - 706) < 4 for x in x_mid)
+
+
 @needs_fixtures
-@pytest.mark.parametrize("name", ["overhead", "hand"])
+@pytest.mark.parametrize("name", ["overhead", "hand", "oblique_60", "off_board_and_fallen"])
 def test_fixture_placed_by_the_printed_grid_within_targets(board, name):
     image, truth, _ = _fixture(name)
     cal = calibrate_auto(image, board, truth.camera_matrix, truth.dist_coeffs)
@@ -91,10 +106,12 @@ def test_fixture_placed_by_the_printed_grid_within_targets(board, name):
 
 
 @needs_fixtures
-def test_a_wrong_outline_reports_a_large_error_and_is_refused(board):
-    # measured: on this fixture the outline finder takes the wrong quadrilateral (the mug and cards
-    # break the board's edges); the printed grid does not confirm it, so the reported error is large
-    image, truth, _ = _fixture("cup_cards_banknotes")
+@pytest.mark.parametrize("name", ["cup_cards_banknotes", "glare_crease_bowed", "lens_distortion"])
+def test_a_wrong_outline_reports_a_large_error_and_is_refused(board, name):
+    # measured: on these fixtures the board is not placed within 3 mm (the mug and cards break the
+    # board's edges; a bowed board bends the printed lines away from any flat fit); the reported
+    # error says so, and calibrate() refuses rather than hand on a wrong board
+    image, truth, _ = _fixture(name)
     cal = calibrate_auto(image, board, truth.camera_matrix, truth.dist_coeffs)
     err = corner_errors_mm(cal, truth, board)
     assert err.max() <= 3.0 or cal.error_mm > 3.0  # never a wrong board reported as good

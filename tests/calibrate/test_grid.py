@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.grid import fit_grid, template
+from knockcam.calibrate.grid import corner_spread_mm, fit_grid, fit_grid_bowed, hump_mm, template
 from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, homography_from_points
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -59,3 +59,51 @@ def test_grid_finds_nothing_on_a_blank_image(board):
     blank = np.full((720, 1280), 128, np.uint8)
     h = homography_from_points(board_corners_mm(board), [[300, 650], [900, 650], [800, 100], [400, 100]])
     assert fit_grid(blank, h, board).score == 0.0
+
+
+@pytest.mark.skipif(not (SCENES / "hand.json").exists(), reason="synth fixtures not generated")
+def test_hump_is_small_on_flat_boards_and_large_on_a_bowed_one(board):
+    for name in ("hand", "overhead"):
+        image, truth = _fixture(name)
+        assert hump_mm(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.homography, board) < 1.0
+    image, truth = _fixture("glare_crease_bowed")  # a board with a 3 mm hump along it
+    assert hump_mm(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.homography, board) > 3.0
+
+
+@pytest.mark.skipif(not (SCENES / "hand.json").exists(), reason="synth fixtures not generated")
+def test_corner_spread_grows_when_fewer_printed_lines_are_seen(board):
+    image, truth = _fixture("overhead")
+    gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    full = corner_spread_mm(gray, truth.homography, board)
+    # hide the far half of the board: the corners there are now extrapolated from fewer lines
+    hidden = gray.copy()
+    far = truth.mm_to_px(np.array([[0, 560], [400, 560], [400, 915], [0, 915]], float))
+    cv2.fillConvexPoly(hidden, np.round(far).astype(np.int32), 200)
+    assert full < 1.0
+    assert corner_spread_mm(hidden, truth.homography, board) > 1.5 * full
+
+
+def test_a_bowed_board_is_placed_by_fitting_its_hump(board):
+    # a knockcam.synth photo (seed 2026, 136) of a board with a 5.3 mm hump along it: the flat
+    # registration skews the corners by several mm; with the hump fitted (two unknowns, in the
+    # direction the camera implies) the corners are back within the target
+    from knockcam.calibrate.auto import up_px
+    from knockcam.calibrate.bench import _synth_photo
+
+    photo = _synth_photo(board, 136)
+    if photo is None:
+        pytest.skip("knockcam.synth not available")
+    image, truth = photo
+    image = cv2.undistort(image, truth.camera_matrix, truth.dist_coeffs)
+    gray = np.ascontiguousarray(image.max(axis=2))
+    flat = fit_grid(gray, truth.homography, board, radii=(2,), bow=False)
+    size = truth.image_size
+    bent, (along, across) = fit_grid_bowed(gray, flat.homography, board, lambda h: up_px(h, board, size))
+
+    def worst(h):
+        return corner_errors_mm(Calibration("a", size, h, truth.camera_matrix, truth.dist_coeffs), truth, board).max()
+
+    assert worst(flat.homography) > 3.0
+    assert worst(bent.homography) < 1.5
+    assert along == pytest.approx(5.3, abs=1.5)
+    assert hump_mm(gray, flat.homography, board) > 1.5  # what makes the automatic method fit the hump
