@@ -192,7 +192,7 @@ def _error_source(outline: Outline) -> str:
     if outline.placed_by == "grid":
         bowed = (f"with the board's hump fitted ({outline.bow_mm[0]:.1f} mm along, {outline.bow_mm[1]:.1f} mm across); "
                  if any(outline.bow_mm) else "")
-        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line) "
+        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines, {cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")
