@@ -182,8 +182,6 @@ class TokenModel:
         self.agnostic = bool(cfg.get("agnostic_nms", True))
         self.sigma_mm = float(cfg.get("sigma_mm", 2.0))
         self.support_conf = float(cfg.get("support_conf", self.conf))
-        self.flips = [tuple(bool(v) for v in f) for f in cfg.get("tta_flips", [])]
-        self.flip_match_px = float(cfg.get("tta_match_px", 4.0))
         options = ort.SessionOptions()
         threads = int(cfg.get("threads", 0) if threads is None else threads)
         if threads > 0:
@@ -225,39 +223,10 @@ class TokenModel:
         found, box = self.predict(canonical_bgr, conf)
         if not len(found):
             return []
-        centres = _raster_px(box.to_image(found.centres))
-        if self.flips:
-            centres = self._averaged_over_flips(canonical_bgr, centres)
-        xy_mm = view.to_mm(centres)
+        xy_mm = view.to_mm(box.to_image(found.centres))
         return [Token(side=self.names[int(c)], xy_mm=(float(x), float(y)), confidence=float(s),
                       sigma_mm=self.sigma_mm, source="model")
                 for (x, y), s, c in zip(xy_mm, found.scores, found.classes)]
-
-    def _averaged_over_flips(self, canonical_bgr: np.ndarray, centres: np.ndarray) -> np.ndarray:
-        """Base centres (canonical px) averaged with the model's answers on flipped copies of the image.
-
-        The model was trained with flips, so each flipped pass is an independent-ish guess of the same
-        base; the mean is steadier (held-out error median 2.4 -> 1.8 mm with one 180-degree pass).
-        A pass with no candidate near a token leaves that token's estimate out of its mean."""
-        height, width = canonical_bgr.shape[:2]
-        radius_px = self.flip_match_px
-        sums, counts = centres.copy(), np.ones(len(centres))
-        for flip_x, flip_y in self.flips:
-            flipped = np.ascontiguousarray(canonical_bgr[::-1 if flip_y else 1, ::-1 if flip_x else 1])
-            found, box = self.predict(flipped, self.support_conf)
-            if not len(found):
-                continue
-            back = _raster_px(box.to_image(found.centres))
-            if flip_x:
-                back[:, 0] = width - 1 - back[:, 0]
-            if flip_y:
-                back[:, 1] = height - 1 - back[:, 1]
-            dist = np.hypot(centres[:, None, 0] - back[None, :, 0], centres[:, None, 1] - back[None, :, 1])
-            nearest = dist.argmin(axis=1)  # detections are score-sorted: ties go to the stronger
-            close = dist[np.arange(len(centres)), nearest] <= radius_px
-            sums[close] += back[nearest[close]]
-            counts[close] += 1
-        return sums / counts[:, None]
 
     def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board,
                conf: float | None = None) -> list[Token]:
@@ -272,12 +241,6 @@ class TokenModel:
             return []
         xy_px = calibration.mm_to_px([t.xy_mm for t in tokens])
         return [replace(t, xy_px=(float(u), float(v))) for t, (u, v) in zip(tokens, xy_px)]
-
-
-def _raster_px(points) -> np.ndarray:
-    """Network outputs use ultralytics' continuous image coordinates (pixel i spans i..i+1, as the
-    training labels do: knockcam.synth.yolo.label_lines); TopDown rasters put pixel i's centre at i."""
-    return np.asarray(points, dtype=np.float64) - 0.5
 
 
 def _as_bgr(image: np.ndarray) -> np.ndarray:

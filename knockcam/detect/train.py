@@ -265,7 +265,7 @@ def _truth(image: Path, view) -> tuple[np.ndarray, np.ndarray]:
         return np.zeros((0, 2)), np.zeros(0, dtype=int)
     arr = np.asarray(rows)
     width, height = view.size
-    px = np.column_stack([arr[:, 1] * width, arr[:, 2] * height]) - 0.5  # continuous -> raster px (label_lines)
+    px = np.column_stack([arr[:, 1] * width, arr[:, 2] * height])
     return view.to_mm(px), arr[:, 0].astype(int)
 
 

@@ -57,13 +57,13 @@ def canonical_sample(jpeg: bytes, rendered: Rendered, board: Board, rng: np.rand
 
 
 def label_lines(labels, size: tuple[int, int], box_px: float) -> str:
-    """Ultralytics detection labels: class cx cy w h, normalised to the image. Ultralytics' coordinates
-    are continuous (pixel i spans i..i+1) while ``labels`` are TopDown raster pixels (pixel i's centre
-    at i), hence the half pixel; a label at u/w instead sits half a pixel up-left of the base (measured
-    as a +0.57 px bias of the first model in the flip-free direction)."""
+    """Ultralytics detection labels: class cx cy w h, normalised to the image.
+
+    ``u, v`` are raster pixels (pixel i's centre at i). Ultralytics' flip augmentation maps a label
+    at u/w to (w - u)/w, one pixel beyond the flipped raster's w - 1 - u; the shipped model learned
+    that pixel on images that look flipped (GO! at the top), which the runtime never shows it."""
     w, h = size
-    return "".join(f"{c} {(u + 0.5) / w:.6f} {(v + 0.5) / h:.6f} {box_px / w:.6f} {box_px / h:.6f}\n"
-                   for c, u, v in labels)
+    return "".join(f"{c} {u / w:.6f} {v / h:.6f} {box_px / w:.6f} {box_px / h:.6f}\n" for c, u, v in labels)
 
 
 def split_of(index: int, val_fraction: float) -> str:

@@ -185,58 +185,14 @@ class FakeSession:
         return [self.output]
 
 
-def net(box, raster_px):
-    """Where the network puts a point of the canonical raster: ultralytics' continuous coordinates
-    (pixel i spans i..i+1) in the letterboxed input."""
-    return box.to_input(np.asarray(raster_px, dtype=np.float64).reshape(-1, 2) + 0.5)
-
-
 def fake_model(output, hw):
     model = object.__new__(TokenModel)
     model.path = Path("fake.onnx")
     model.conf, model.iou, model.max_det, model.agnostic, model.sigma_mm = 0.25, 0.3, 32, True, 2.5
     model.session = FakeSession(output)
     model.input_name, model.input_hw, model.names = "images", hw, SIDES
-    model.support_conf, model.flips, model.flip_match_px = 0.05, [], 4.0
+    model.support_conf = 0.05
     return model
-
-
-class FlipAwareSession(FakeSession):
-    """A stand-in network that answers ``flipped_output`` on its second call: the image turned 180 degrees
-    (checked: it must be the first call's image upside down and mirrored)."""
-
-    def __init__(self, output, flipped_output):
-        super().__init__(output)
-        self.flipped_output = flipped_output
-        self.blobs = []
-
-    def run(self, _names, feeds):
-        self.blobs.append(next(iter(feeds.values())))
-        return [self.output if len(self.blobs) == 1 else self.flipped_output]
-
-
-def test_a_flipped_pass_averages_base_centres_and_ignores_far_candidates():
-    hw = input_hw_for(VIEW)
-    width, height = VIEW.size
-    canon = np.random.default_rng(0).integers(0, 255, (height, width, 3), dtype=np.uint8)
-    _, box = letterbox(canon, hw)
-    a, b = (100.0, 200.0), (60.0, 300.0)  # canonical px of two tokens
-    first = [(*net(box, a)[0], 10, 10, 0, 0.9), (*net(box, b)[0], 10, 10, 1, 0.8)]
-    # the turned pass sees token a 2 px further right, and token b nowhere near (30 px away)
-    turned = lambda x, y: (width - 1 - x, height - 1 - y)  # noqa: E731
-    second = [(*net(box, turned(a[0] + 2.0, a[1]))[0], 10, 10, 0, 0.1),
-              (*net(box, turned(b[0] + 30.0, b[1]))[0], 10, 10, 1, 0.9)]
-    model = fake_model(classic_output(first), hw)
-    model.session = FlipAwareSession(classic_output(first), classic_output(second))
-    model.flips = [(True, True)]
-    tokens = model.detect_canonical(canon, VIEW)
-    assert [t.side for t in tokens] == ["red", "yellow"]
-    assert tokens[0].xy_mm == pytest.approx(tuple(VIEW.to_mm([(a[0] + 1.0, a[1])])[0]), abs=1e-3)
-    assert tokens[1].xy_mm == pytest.approx(tuple(VIEW.to_mm([b])[0]), abs=1e-3)
-    assert tokens[0].confidence == pytest.approx(0.9)  # the flipped pass moves bases, it does not score
-    turned_canon, _ = letterbox(np.ascontiguousarray(canon[::-1, ::-1]), hw)
-    expected = turned_canon[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0
-    assert np.array_equal(model.session.blobs[1], expected)  # the second pass saw the view turned 180 degrees
 
 
 def test_box_centres_map_back_to_board_millimetres_through_letterbox_and_view():
@@ -244,7 +200,7 @@ def test_box_centres_map_back_to_board_millimetres_through_letterbox_and_view():
     canon = np.full((VIEW.size[1], VIEW.size[0], 3), 90, np.uint8)
     _, box = letterbox(canon, hw)
     truth_mm = np.array([[37.5, 412.0], [200.0, 880.0], [-30.0, 120.0]])  # the last one is off the board
-    centres_in = net(box, VIEW.to_px(truth_mm))
+    centres_in = box.to_input(VIEW.to_px(truth_mm))
     rows = [(u, v, 10, 10, side, 0.9 - 0.1 * i) for i, ((u, v), side) in enumerate(zip(centres_in, (0, 3, 1)))]
     model = fake_model(classic_output(rows), hw)
     tokens = model.detect_canonical(canon, VIEW)
@@ -277,7 +233,7 @@ def test_detect_maps_tokens_into_the_photo_too():
     photo = np.full((720, 640, 3), 100, np.uint8)
     hw = input_hw_for(VIEW)
     _, box = letterbox(np.zeros((VIEW.size[1], VIEW.size[0], 3), np.uint8), hw)
-    (u, v), = net(box, VIEW.to_px([(150.0, 600.0)]))
+    (u, v), = box.to_input(VIEW.to_px([(150.0, 600.0)]))
     model = fake_model(classic_output([(u, v, 10, 10, 2, 0.8)]), hw)
     tokens = model.detect(photo, calibration, BOARD)
     assert len(tokens) == 1 and tokens[0].side == "green"

@@ -41,7 +41,7 @@ def test_labels_sit_on_base_centres_within_the_calibration_jitter():
 
 def test_label_lines_are_normalised():
     box = settings.load("detect")["canonical"]["label_box_mm"] * settings.load("detect")["canonical"]["px_per_mm"]
-    text = label_lines([(2, 103.5, 206.5)], (208, 414), box)  # the raster's middle: pixel centres are at i
+    text = label_lines([(2, 104.0, 207.0)], (208, 414), box)
     cls, cx, cy, w, h = text.split()
     assert cls == "2" and float(cx) == 0.5 and float(cy) == 0.5
     assert abs(float(w) * 208 - box) < 1e-3 and abs(float(h) * 414 - box) < 1e-3
