@@ -63,7 +63,8 @@ def print_explanations(scored, explanations, sides, out) -> None:
         console.print(f"no {' or '.join(sides)} tokens found in {scored.image_path}")
     for e in explanations:
         style = "bold magenta" if e.ambiguous else "bold"
-        verdict = "CLOSE CALL: a human decides" if e.ambiguous else "clear call"
+        verdict = ("CLOSE CALL: a human decides" if "close_call" in e.flags else
+                   "a human decides" if e.ambiguous else "clear call")
         console.print(f"#{e.number} {e.side} at ({e.xy_mm[0]:.1f}, {e.xy_mm[1]:.1f}) mm: {e.call} ({verdict})",
                       style=style, highlight=False)
         table = Table()

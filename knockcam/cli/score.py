@@ -106,11 +106,13 @@ def tokens_table(scored):
         table.add_column(header, justify="right" if header in ("#", "Coverage", "Margin", "Conf.") else "left")
     for i, p in enumerate(scored.positions, 1):
         notes = []
-        if p.ambiguous:
+        if "close_call" in p.flags:
             rival = space_name(board, p.runner_up)
             rival += f" ({p.runner_up_coverage:.0%})" if p.runner_up_coverage >= 0.005 else ""
-            notes.append(f"CLOSE CALL vs {rival}: a human decides")
+            notes.append(f"CLOSE CALL vs {rival}")
         notes += [f.replace("_", " ") for f in p.flags if f not in ("close_call", "off_board")]
+        if p.ambiguous and notes:
+            notes[-1] += ": a human decides"
         style = "bold magenta" if p.ambiguous else None
         table.add_row(str(i), Text(p.side, style=_side_style(p.side)), call_words(board, p), f"{p.coverage:.0%}",
                       f"{p.margin_mm:.1f} mm", f"{p.token.confidence:.2f}", "; ".join(notes), style=style)

@@ -56,7 +56,7 @@ def token_lines(scored) -> list[str]:
     out = [f"{'#':>2}  {'side':<6} {'rests on (S3)':<24} {'cover':>5} {'margin':>7} {'conf':>4}  note"]
     for i, p in enumerate(scored.positions, 1):
         note = []
-        if p.ambiguous:
+        if "close_call" in p.flags:
             share = f" {p.runner_up_coverage:.0%}" if p.runner_up_coverage >= 0.005 else ""
             note.append(f"CLOSE vs {space_name(board, p.runner_up)}{share}")
         for flag in p.flags:
