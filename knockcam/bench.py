@@ -13,7 +13,6 @@ import os
 import platform
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import cv2
@@ -233,7 +232,8 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
 
 
-def _load() -> str:
+def load_average() -> str:
+    """The machine's 1, 5 and 15 minute load averages as "a / b / c", for a results file."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     return " / ".join(f"{v:.1f}" for v in load)
 
@@ -260,7 +260,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         "(knockcam.synth make_photo reference=True).",
         f"Learned model: {model_note}.",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible; load average at the end "
-        f"{_load()}.",
+        f"{load_average()}.",
         "",
         "A token is right when its side and its resting place (space id, or no space / off the board; RULES.md S3 "
         "from the true base centre) are right. A token not found counts as right only if it is off the board. "
@@ -314,9 +314,3 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     lines += ["## Targets", ""] + verdict + [""]
     return "\n".join(lines)
 
-
-def write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)

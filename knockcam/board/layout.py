@@ -10,7 +10,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-
 from knockcam.errors import KnockcamError
 
 KINDS = ("property", "railroad", "chance", "house", "luxury_tax", "free_parking", "go_to_jail")

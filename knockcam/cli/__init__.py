@@ -37,6 +37,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def invoked_as(verb: str, fallback: str) -> str:
+    """The command line that ran ``verb``, for a results file; ``fallback`` when called some other way."""
+    import shlex
+
+    if sys.argv[1:2] == [verb]:
+        return "knockcam " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    return fallback
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shlex
-import sys
-from pathlib import Path
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,7 +26,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    from knockcam.bench import report, run as run_bench, write_atomic
+    from knockcam.bench import report, run as run_bench
+    from knockcam.cli import invoked_as
+    from knockcam.pipeline import write_atomic
     from knockcam.board import load_board
     from knockcam.detect import AUTO, load_model
     from knockcam.detect.model import default_model_path
@@ -45,18 +44,17 @@ def run(args: argparse.Namespace) -> int:
     else:
         note = f"{model.path}"
     console = Console(stderr=True)
-    command = "knockcam " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["bench"] else \
-        f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}"
+    command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")
 
     def checkpoint(tallies, facts, done):
-        write_atomic(Path(args.out), report(tallies, facts, command, args.scenes, args.seed_start, note, done))
+        write_atomic(args.out, report(tallies, facts, command, args.scenes, args.seed_start, note, done).encode("utf-8"))
 
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("scenes", total=args.scenes)
         tallies, facts = run_bench(board, args.scenes, args.seed_start, model,
                                    progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint)
     text = report(tallies, facts, command, args.scenes, args.seed_start, note)
-    write_atomic(Path(args.out), text)
+    write_atomic(args.out, text.encode("utf-8"))
     if args.json:
         print(json.dumps([{"name": t.name, "tokens": t.tokens, "right": t.right, "flagged": t.flagged,
                            "unflagged": t.unflagged, "unflagged_right": t.unflagged_right, "missed": t.missed,

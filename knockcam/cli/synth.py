@@ -82,21 +82,17 @@ def run(args: argparse.Namespace) -> int:
 
 def _bench(args: argparse.Namespace, board) -> int:
     """``--bench``: render every mode into temporary folders and write the rates to a markdown file."""
-    import shlex
-    import sys
-    from pathlib import Path
-
     from rich.console import Console
 
-    from knockcam.bench import write_atomic
+    from knockcam.cli import invoked_as
+    from knockcam.pipeline import write_atomic
     from knockcam.synth.bench import report, run_bench
     from knockcam.synth.scene import config
 
-    count = args.count
-    rows = run_bench(board, count=count, videos=min(4, count), seed=args.seed, workers=args.workers)
-    command = "knockcam " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == ["synth"] else \
-        f"knockcam synth --bench {args.bench} --count {count} --workers {args.workers}"
-    write_atomic(Path(args.bench), report(rows, command, args.workers, tuple(config()["image_size"])))
+    rows = run_bench(board, count=args.count, videos=min(4, args.count), seed=args.seed, workers=args.workers)
+    command = invoked_as("synth", f"knockcam synth --bench {args.bench} --count {args.count} --workers {args.workers}")
+    text = report(rows, command, args.workers, tuple(config()["image_size"]))
+    write_atomic(args.bench, text.encode("utf-8"))
     if args.json:
         print(json.dumps(rows))
     else:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from knockcam.bench import load_average
 from knockcam.board.layout import load_board
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, demo_video
 from knockcam.live.frames import video_source
@@ -91,7 +92,6 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
     got = [s.to_dict() for s in live.game.standings()]
     still_s = float(__import__("knockcam.settings", fromlist=["load"]).load("live")["motion"]["still_s"])
     lat = stats.latencies
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
     lines = [
         "# Live loop benchmark (knockcam live)",
         "",
@@ -105,7 +105,7 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
         + (" + learned model" if live.model and _model_exists() else " only (no trained model present)") + ".",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}, "
-        f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} (shared with other jobs).",
+        f"load average at the end {load_average()} (shared with other jobs).",
         "",
         "| measure | value |",
         "|---|---|",

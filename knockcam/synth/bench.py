@@ -35,7 +35,8 @@ def run_bench(board: Board, count: int = 300, videos: int = 4, seed: int = 777, 
 
 def report(rows: list[dict], command: str, workers: int, size: tuple[int, int]) -> str:
     """The results as markdown, with the machine and the command that reproduces them."""
-    load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
+    from knockcam.bench import load_average
+
     what = {"stills": "photo + empty-board reference JPEG + truth JSON",
             "yolo": "canonical-view training image + label file (no reference frame)",
             "video": "30 fps video frames with per-frame truth (MP4 + JSON)"}
@@ -44,7 +45,7 @@ def report(rows: list[dict], command: str, workers: int, size: tuple[int, int]) 
         f"Command: `{command}`", "",
         f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}, "
         f"{workers} worker processes, photos {size[0]}x{size[1]}; load average at the end "
-        f"{load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}. Times include process start-up, the table-texture "
+        f"{load_average()}. Times include process start-up, the table-texture "
         "bank each process fills on first use, and writing every file.", "",
         "| mode | what one item is | items | images | seconds | images per second |",
         "|---|---|---|---|---|---|",
