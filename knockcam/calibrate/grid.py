@@ -19,6 +19,7 @@ automatic method's error estimate).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -110,6 +111,33 @@ def _project(hn: np.ndarray, bow: np.ndarray, pn: np.ndarray, s1: np.ndarray, s2
     return hom[:, :2] / hom[:, 2:3], hom
 
 
+class _Samples(NamedTuple):
+    """The printed grid's samples in the fit's normalised coordinates (board mm / board length:
+    better conditioned), and ``homography`` as ``hn`` on those coordinates with its last term 1."""
+
+    pts_mm: np.ndarray  # (N, 2) samples on the printed lines
+    nrm_mm: np.ndarray  # (N, 2) their unit normals
+    scale: np.ndarray  # board mm -> normalised
+    hn: np.ndarray
+    h22: float  # what hn was divided by
+    pn: np.ndarray  # (N, 3) homogeneous normalised samples
+    ahead: np.ndarray  # (N, 3) the same, half a mm across their line
+    s1: np.ndarray  # hump shapes at the samples (_bow_shape)
+    s2: np.ndarray
+
+
+def _samples(homography: np.ndarray, board: Board) -> _Samples:
+    pts_mm, nrm_mm = template(board)
+    l_mm = board.size_mm[1]
+    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
+    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
+    h22 = float(hn[2, 2])
+    pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
+    ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
+    s1, s2 = _bow_shape(pts_mm, board)
+    return _Samples(pts_mm, nrm_mm, scale, hn / h22, h22, pn, ahead, s1, s2)
+
+
 def _ridge_image(gray: np.ndarray, sigma: float) -> np.ndarray:
     return cv2.GaussianBlur(gray, (0, 0), sigma) if sigma > 0 else gray
 
@@ -118,16 +146,10 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
              bow: bool = True, inlier_px: float = 1.0, blur: float = 1.0, iterations: int = 3,
              min_contrast: float = 3.0, gap: float = 1.5) -> GridFit:
     """Refine ``homography`` (board mm -> pixels of ``gray``) on the printed grid; see the module doc."""
-    pts_mm, nrm_mm = template(board)
+    pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     w_mm, l_mm = board.size_mm
-    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])  # normalised board coordinates: better conditioned
-    pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
-    s1, s2 = _bow_shape(pts_mm, board)
-    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
-    hn = hn / hn[2, 2]
     bowv = np.zeros(6)
     img = _ridge_image(gray.astype(np.float32), blur)
-    ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
 
     def measure(radius):
         return _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap)
@@ -234,15 +256,8 @@ def _offsets_at(gray: np.ndarray, homography: np.ndarray, board: Board, radius: 
     bowed fit, if given) puts them, at the samples where a line was found within ``inlier_px``:
     (samples mm, their normals, offsets px, across-line directions, derivative of each offset
     with respect to the normalised homography's eight terms, normalised homography)."""
-    pts_mm, nrm_mm = template(board)
-    l_mm = board.size_mm[1]
-    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
-    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
-    bowv = np.zeros(6) if bow is None else np.asarray(bow, np.float64) / hn[2, 2]
-    hn = hn / hn[2, 2]
-    pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
-    ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
-    s1, s2 = _bow_shape(pts_mm, board)
+    pts_mm, nrm_mm, _, hn, h22, pn, ahead, s1, s2 = _samples(homography, board)
+    bowv = np.zeros(6) if bow is None else np.asarray(bow, np.float64) / h22
     img = _ridge_image(gray.astype(np.float32), 1.0)
     found, ok, nimg, _ = _measure(img, hn, bowv, pn, ahead, s1, s2, radius, 3.0, 1.5)
     good = ok & (np.abs(found) <= inlier_px)
@@ -296,8 +311,7 @@ def hump_mm(gray: np.ndarray, homography: np.ndarray, board: Board, radius: floa
     if len(res) < 30:
         return float("inf")
     w_mm, l_mm = board.size_mm
-    s1 = np.sin(np.pi * np.clip(pts[:, 1] / l_mm, 0, 1))
-    s2 = s1 * np.sin(np.pi * np.clip(pts[:, 0] / w_mm, 0, 1))
+    s1, s2 = _bow_shape(pts, board)
     a = np.hstack([jac, (s1[:, None] * nimg), (s2[:, None] * nimg)])
     sol = np.linalg.lstsq(a, res, rcond=None)[0]
     centre = np.array([[w_mm / 2, l_mm / 2], [w_mm / 2 + 1, l_mm / 2], [w_mm / 2, l_mm / 2 + 1]])
@@ -316,14 +330,7 @@ def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, r
     then has two unknowns only, which the printed lines determine well, unlike a free hump.
     Returns the fit (its homography is the flat board plane's) and (by, bx) in mm.
     """
-    pts_mm, nrm_mm = template(board)
-    l_mm = board.size_mm[1]
-    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
-    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
-    hn = hn / hn[2, 2]
-    pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
-    ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
-    s1, s2 = _bow_shape(pts_mm, board)
+    _, _, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     img = _ridge_image(gray.astype(np.float32), 1.0)
     hump = np.zeros(2)
 
