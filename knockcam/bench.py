@@ -37,6 +37,7 @@ class TrueToken:
     space: str | None
     state: str
     fallen: bool
+    visible: float = 1.0  # share of its figure the camera sees (hands, cups, the photo's edge hide the rest)
 
 
 @dataclass(frozen=True)
@@ -61,6 +62,7 @@ class Tally:
     unflagged: int = 0
     unflagged_right: int = 0
     missed: int = 0
+    missed_by_cause: dict = field(default_factory=dict)  # miss_cause() -> count
     false_detections: int = 0
     scenes: int = 0
     scenes_exact: int = 0
@@ -82,7 +84,8 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
         return ()
     cov = coverage(board, np.array([t["xy_mm"] for t in toks], dtype=np.float64), margins=False)
     return tuple(TrueToken(side=t["side"], xy_mm=(float(t["xy_mm"][0]), float(t["xy_mm"][1])), space=cov.space_id[i],
-                           state=cov.state[i], fallen=bool(t.get("fallen", False))) for i, t in enumerate(toks))
+                           state=cov.state[i], fallen=bool(t.get("fallen", False)),
+                                visible=float(t.get("visible", 1.0))) for i, t in enumerate(toks))
 
 
 def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
@@ -118,6 +121,17 @@ def match(found: list[Position], truth: tuple[TrueToken, ...], limit_mm: float =
     return pairs
 
 
+HIDDEN = 0.15  # a token the camera sees less of than this is hidden (synth.yaml yolo.min_visible: not labelled)
+MISS_CAUSES = ("hidden", "fallen", "in view")
+
+
+def miss_cause(token: TrueToken) -> str:
+    """Why a missed token may have been missed: hidden (under a hand, a cup, outside the photo), fallen, or neither."""
+    if token.visible < HIDDEN:
+        return "hidden"
+    return "fallen" if token.fallen else "in view"
+
+
 def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...]) -> None:
     """Add one scene's result to the tally."""
     pairs = match(found, truth)
@@ -133,6 +147,8 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
                 tally.unflagged_right += 1
             else:
                 tally.missed += 1
+                cause = miss_cause(t)
+                tally.missed_by_cause[cause] = tally.missed_by_cause.get(cause, 0) + 1
                 tally.unflagged += 1
                 exact = sound = False
             continue
@@ -285,6 +301,12 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
                      f"{_pct(t.flagged, t.tokens)} | {t.missed} | {t.false_detections} | "
                      f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} | {ms} | {cpu} | {err} | "
                      f"{t.calibration_failures} |")
+    lines += ["", f"Missed tokens by what the camera saw of them (hidden: less than {HIDDEN:.0%} of the figure in view, "
+              "under a hand, a cup or outside the photo; no detector can find those; calibration failures "
+              "count as missed):", "",
+              "| configuration | " + " | ".join(MISS_CAUSES) + " |", "|---" * (len(MISS_CAUSES) + 1) + "|"]
+    lines += [f"| {t.name} | " + " | ".join(str(t.missed_by_cause.get(c, 0)) for c in MISS_CAUSES) + " |"
+              for t in tallies]
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
         lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]

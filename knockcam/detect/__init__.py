@@ -80,8 +80,9 @@ def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
     if found_ref is None:
         return found_model
     from knockcam.detect.combine import combine
+    from knockcam.detect.reference import in_reach
 
-    return combine(found_model, found_ref, weak)
+    return combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board))
 
 
 __all__ = ["AUTO", "Token", "detect_tokens", "load_model"]

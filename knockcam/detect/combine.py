@@ -3,7 +3,9 @@
 Where both saw the same token (same side, bases close) the positions are averaged by their
 uncertainty and the token is trusted more (source "both"). Where they disagree -- one saw a token
 the other did not ("model_only" / "reference_only"), or they saw it in different colours
-("conflict") -- the token is kept, marked, and knockcam.assign flags it for a human. Blobs only
+("conflict") -- the token is kept, marked, and knockcam.assign flags it for a human. A model token
+outside the reference detector's reach (off the board, where it never looks) is no disagreement:
+it keeps source "model". Blobs only
 the reference frame shows, where the model has not even a weak candidate, and several together,
 are dropped: a hand or a glare change differs from the empty board too (most reference-only blobs
 on held-out scenes were such).
@@ -12,6 +14,7 @@ on held-out scenes were such).
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 import numpy as np
 
@@ -22,11 +25,12 @@ MATCH_MM = 12.0  # two detections of one token are closer than this (bases are >
 
 
 def combine(model: list[Token], reference: list[Token], weak: list[Token] | None = None,
-            match_mm: float = MATCH_MM) -> list[Token]:
+            match_mm: float = MATCH_MM, reach: Callable[[tuple[float, float]], bool] | None = None) -> list[Token]:
     """Merge the two detectors' tokens; order: matched, then conflicts, then one-detector tokens.
 
     ``weak`` are the model's candidates below its threshold; None means no model vetting of
-    reference-only blobs (every one is kept)."""
+    reference-only blobs (every one is kept). ``reach(xy_mm)`` says where the reference detector
+    looks (knockcam.detect.reference.in_reach); None: everywhere."""
     pairs = _match(model, reference, match_mm)
     used_m = {i for i, _ in pairs}
     used_r = {j for _, j in pairs}
@@ -38,7 +42,8 @@ def combine(model: list[Token], reference: list[Token], weak: list[Token] | None
         else:  # same place, different colour: keep the more confident one, marked
             best = m if m.confidence >= r.confidence else r
             out.append(replace(best, source="conflict", confidence=abs(m.confidence - r.confidence)))
-    out += [replace(model[i], source="model_only") for i in range(len(model)) if i not in used_m]
+    out += [model[i] if reach is not None and not reach(model[i].xy_mm) else replace(model[i], source="model_only")
+            for i in range(len(model)) if i not in used_m]
     alone = [j for j in range(len(reference)) if j not in used_r]
     if weak is not None:
         alone = _vetted(reference, alone, [t.xy_mm for t in weak] + [model[i].xy_mm for i in range(len(model))

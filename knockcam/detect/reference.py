@@ -241,12 +241,10 @@ def detect_reference(image: np.ndarray, reference: np.ndarray, calibration: Cali
     sigma0 = float(cfg["token"]["sigma_mm"])
     cal_err = float(calibration.error_mm or 0.0)
     tokens = []
-    width, length = board.size_mm
-    edge = float(cfg["token"]["outside_mm"])
     for blob in blobs:
         votes = np.asarray(blob.side_votes)
         xy = view.to_mm([blob.center_px])[0]
-        if not (-edge <= xy[0] <= width + edge and -edge <= xy[1] <= length + edge):
+        if not in_reach(xy, board, cfg):
             continue  # centred off the board: off the board either way (S2), and the table is not our business
         total = float(votes.sum())
         if total <= 0:
@@ -265,6 +263,16 @@ def detect_reference(image: np.ndarray, reference: np.ndarray, calibration: Cali
                             sigma_mm=round(sigma, 3), xy_px=(float(px[0]), float(px[1])), source=SOURCE,
                             fallen=blob.fallen))
     return tokens
+
+
+def in_reach(xy_mm, board: Board, cfg: dict | None = None) -> bool:
+    """Whether this detector reports a base centred at ``xy_mm``: on the board or within token.outside_mm of it.
+
+    Further out it never reports a token, so its silence there is no evidence against another detector's."""
+    cfg = cfg or settings.load("reference")
+    edge = float(cfg["token"]["outside_mm"])
+    width, length = board.size_mm
+    return bool(-edge <= xy_mm[0] <= width + edge and -edge <= xy_mm[1] <= length + edge)
 
 
 def _check_pair(image, reference, calibration: Calibration) -> None:

@@ -7,6 +7,7 @@ from knockcam.assign import DISAGREEMENT, assign
 from knockcam.board import load_board
 from knockcam.detect import detect_tokens
 from knockcam.detect.combine import combine
+from knockcam.detect.reference import in_reach
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
 
@@ -40,6 +41,18 @@ def test_tokens_one_detector_missed_are_kept_and_marked():
     out = combine(model, reference)
     sources = sorted((o.side, o.source) for o in out)
     assert sources == [("blue", "model_only"), ("green", "reference_only"), ("red", "both")]
+
+
+def test_a_model_token_where_the_reference_detector_never_looks_is_no_disagreement():
+    board = load_board()
+    width, length = board.size_mm
+    model = [t("red", width + 40.0, 400.0), t("blue", width - 30.0, 400.0)]  # off the board; on it
+    out = combine(model, [], reach=lambda xy: in_reach(xy, board))
+    assert sorted((o.side, o.source) for o in out) == [("blue", "model_only"), ("red", "model")]
+    positions = assign(out, board)
+    off = next(p for p in positions if p.token.side == "red")
+    assert off.state == "off_board" and DISAGREEMENT not in off.flags
+    assert [o.source for o in combine(model, [])] == ["model_only", "model_only"]  # no reach given: everywhere
 
 
 def test_unsupported_reference_only_blobs_in_a_crowd_are_dropped_a_lone_one_is_kept():

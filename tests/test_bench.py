@@ -1,0 +1,93 @@
+"""The detection benchmark: how a scene's detections are scored, and the results file it writes."""
+
+import json
+
+from knockcam.assign import assign
+from knockcam.bench import MISSED, Tally, TrueToken, report, score_scene
+from knockcam.board import load_board
+from knockcam.cli import main
+from knockcam.detect.tokens import Token
+
+BOARD = load_board()
+
+
+def truth_at(side, xy, visible=1.0, fallen=False):
+    """A true token where assignment puts it (so "right" is decided by the detections, not the geometry)."""
+    (p,) = assign([Token(side=side, xy_mm=xy, confidence=1.0, sigma_mm=0.01)], BOARD)
+    return TrueToken(side=side, xy_mm=xy, space=p.space, state=p.state, fallen=fallen, visible=visible)
+
+
+def found_at(side, xy, sigma=0.5):
+    return Token(side=side, xy_mm=xy, confidence=0.9, sigma_mm=sigma)
+
+
+def middle_of_a_space(rank=0):
+    """The centroid of the rank-th largest property: far from every line."""
+    spaces = sorted((s for s in BOARD.spaces if s.kind == "property"), key=lambda s: -_area(s.polygon))
+    poly = spaces[rank].polygon
+    return (sum(p[0] for p in poly) / len(poly), sum(p[1] for p in poly) / len(poly))
+
+
+def _area(poly):
+    return abs(sum(a[0] * b[1] - b[0] * a[1] for a, b in zip(poly, poly[1:] + poly[:1]))) / 2
+
+
+def test_a_scene_found_exactly_is_exact_and_sound():
+    xy = middle_of_a_space()
+    tally = Tally("t")
+    score_scene(tally, assign([found_at("red", xy)], BOARD), (truth_at("red", xy),))
+    assert (tally.tokens, tally.right, tally.unflagged_right, tally.flagged) == (1, 1, 1, 0)
+    assert (tally.scenes_exact, tally.scenes_sound, tally.missed) == (1, 1, 0)
+
+
+def test_missed_tokens_are_counted_by_cause_and_an_unseen_off_board_token_is_right():
+    xy = middle_of_a_space()
+    w, _ = BOARD.size_mm
+    truth = (truth_at("red", xy), truth_at("blue", middle_of_a_space(1), visible=0.05),
+             truth_at("green", middle_of_a_space(2), fallen=True), truth_at("yellow", (w + 80.0, 300.0)))
+    assert [t.state for t in truth] == ["on_space"] * 3 + ["off_board"]
+    tally = Tally("t")
+    score_scene(tally, [], truth)
+    assert tally.missed == 3 and tally.right == 1
+    assert tally.missed_by_cause == {"in view": 1, "hidden": 1, "fallen": 1}
+    assert tally.confusion[("red", MISSED)] == 1
+    assert (tally.scenes_exact, tally.scenes_sound) == (0, 0)
+
+
+def test_a_flagged_false_detection_spoils_exactness_but_not_soundness():
+    xy = middle_of_a_space()
+    phantom = middle_of_a_space(1)
+    found = assign([found_at("red", xy), Token(side="blue", xy_mm=phantom, confidence=0.3, source="reference_only")],
+                   BOARD)
+    assert found[1].ambiguous
+    tally = Tally("t")
+    score_scene(tally, found, (truth_at("red", xy),))
+    assert tally.false_detections == 1
+    assert (tally.scenes_exact, tally.scenes_sound) == (0, 1)
+
+
+def test_a_wrong_colour_is_a_confusion_and_not_right():
+    xy = middle_of_a_space()
+    tally = Tally("t")
+    score_scene(tally, assign([found_at("yellow", xy)], BOARD), (truth_at("red", xy),))
+    assert tally.right == 0 and tally.confusion[("red", "yellow")] == 1
+    text = report([tally], {}, "knockcam bench --scenes 1", 1, 0, "none")
+    assert "| t | 1 | 0.00% |" in text and "not met unflagged, exact, colour" in text
+    assert "| t | 0 | 0 | 0 |" in text  # the missed-by-cause row
+
+
+def test_bench_command_writes_its_results_file(tmp_path, capsys):
+    out = tmp_path / "results.md"
+    assert main(["bench", "--scenes", "1", "--seed-start", "7", "--out", str(out), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows[0]["name"] == "reference frame, given calibration" and rows[0]["scenes"] == 1
+    text = out.read_text()
+    assert "seeds 7..7" in text and "knockcam bench --scenes 1 --seed-start 7" in text
+    assert "| reference frame, given calibration |" in text and "## Targets" in text
+
+
+def test_bench_refuses_training_seeds(tmp_path, capsys):
+    assert main(["bench", "--scenes", "2", "--seed-start", "99999", "--out", str(tmp_path / "r.md")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "training" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "r.md").exists()
