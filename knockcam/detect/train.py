@@ -190,11 +190,13 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
         batch = int(batch or recipe["batch"])
         model.train(
             data=str(data_yaml), epochs=int(epochs or recipe["epochs"]), imgsz=imgsz, batch=batch,
-            nbs=int(recipe.get("nbs", batch)), workers=int(recipe["workers"] if workers is None else workers),
+            nbs=int(recipe.get("nbs", batch)), optimizer=str(recipe.get("optimizer", "auto")),
+            **({"lr0": float(recipe["lr0"])} if "lr0" in recipe else {}), workers=int(recipe["workers"] if workers is None else workers),
             device="cpu", rect=True, cache=True, amp=False, plots=False, patience=1000,
             project=str(run_dir.parent), name=name, exist_ok=True, seed=int(recipe["seed"]),
             close_mosaic=0, pretrained=init is not None, verbose=True,
-            **({"warmup_epochs": float(recipe.get("finetune_warmup_epochs", 0.5))} if init is not None else {}), **({"time": float(hours)} if hours else {}),
+            **({"warmup_epochs": float(recipe.get("finetune_warmup_epochs", 0.5))} if init is not None else {}),
+            **({"time": float(hours)} if hours else {}),
             **dict(recipe.get("augment", {})),
         )
     weights = run_dir / "weights" / "best.pt"
