@@ -38,19 +38,19 @@ def round_tables(result, board, title: str = "Round", width: int | None = None) 
     names = {space.id: space.name for space in board.spaces}
     sides = Table(title=f"{title}: turn order {', '.join(result.order)}", title_justify="left")
     if width is None or width >= WIDE_COLUMNS:
-        for header in ("Side", "Before", "Fees", "Properties E3a", "Sets E3b", "House E3c", "Tax E3d",
-                       "Free Park. E4", "After"):
-            sides.add_column(header, justify="left" if header.startswith(("Side", "Prop", "Sets", "House")) else "right")
+        # (header, rule, whether the cell names what was paid for as well as the cash)
+        columns = (("Fees", "fees", False), ("Properties E3a", "E3a", True), ("Sets E3b", "E3b", True),
+                   ("House E3c", "E3c", True), ("Tax E3d", "E3d", False), ("Free Park. E4", "E4", False))
+        sides.add_column("Side")
+        sides.add_column("Before", justify="right")
+        for header, _, named in columns:
+            sides.add_column(header, justify="left" if named else "right")
+        sides.add_column("After", justify="right")
         for side, s in result.per_side.items():
-            props = ", ".join(names[p] for p in s.properties) or "-"
-            bonus = ", ".join(c.replace("_", " ") for c in s.set_bonuses)
-            sides.add_row(side, _m(s.cash_before), _m(-s.fees, True) if s.fees else "-",
-                          f"{props} (+{s.property_cash:,d})" if s.properties else "-",
-                          f"{bonus} (+{s.set_bonus:,d})" if s.set_bonuses else "-",
-                          f"{names[s.house_space]} (+{s.house:,d})" if s.house_space else "-",
-                          _m(-s.tax, True) if s.tax else "-",
-                          _m(s.free_parking, True) if s.free_parking else "-",
-                          Text(f"{s.cash_after:,d} ({s.delta:+,d})", style="bold"))
+            paid = {rule: (what, cash) for rule, what, cash in _payments(s, names)}
+            cells = [("-" if rule not in paid else f"{paid[rule][0]} ({paid[rule][1]})" if named else paid[rule][1])
+                     for _, rule, named in columns]
+            sides.add_row(side, _m(s.cash_before), *cells, Text(f"{s.cash_after:,d} ({s.delta:+,d})", style="bold"))
     else:
         for header, justify in (("Side", "left"), ("Rule", "left"), ("What", "left"), ("Cash", "right")):
             sides.add_column(header, justify=justify)
