@@ -23,6 +23,7 @@ CLOSE_CALL = "close_call"  # the base centre is within the uncertainty band of a
 EXTRA_TOKEN = "extra_token"  # more tokens of this side than the game has (R2): the least confident ones
 FALLEN = "fallen"  # fell over: stood back up where it fell (S3), so its base centre is a guess
 DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see knockcam.detect.combine)
+UNSURE = "unsure"  # the detector's score is weak: it may be no token at all
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
 
 # Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine).
@@ -105,10 +106,12 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
             flags.append(FALLEN)
         if token.source in DISPUTED_SOURCES:
             flags.append(DISAGREEMENT)
+        if token.unsure:
+            flags.append(UNSURE)
         if rest.state == OFF_BOARD:
             flags.append(OFF)
         # a fallen token is stood back up where it fell (S3): where exactly is the players' call
-        ambiguous = close or i in extras or token.fallen or token.source in DISPUTED_SOURCES
+        ambiguous = close or i in extras or token.fallen or token.source in DISPUTED_SOURCES or token.unsure
         positions.append(Position(
             token=token, space=rest.space_id, state=rest.state, coverage=float(rest.share),
             margin_mm=margin, ambiguous=bool(ambiguous), runner_up=rest.runner_up,

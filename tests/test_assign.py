@@ -2,7 +2,7 @@
 
 import pytest
 
-from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, OFF, assign, side_counts
+from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, OFF, UNSURE, assign, side_counts
 from knockcam.board import load_board
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
@@ -69,6 +69,13 @@ def test_fallen_and_disputed_tokens_widen_the_uncertainty(board):
     assert FALLEN in pf.flags and pf.ambiguous
     assert DISAGREEMENT in pd.flags and pd.ambiguous
     assert not pu.ambiguous
+
+
+def test_a_token_its_detector_is_unsure_of_is_flagged_wherever_it_lies(board):
+    sure, unsure = assign([Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5),
+                           Token("blue", (172.0, 350.0), 0.2, sigma_mm=1.5, unsure=True)], board)
+    assert not sure.ambiguous and UNSURE not in sure.flags
+    assert unsure.ambiguous and unsure.flags == (UNSURE,)
 
 
 def test_bad_side_is_a_clear_error(board):

@@ -53,18 +53,21 @@ def combine(model: list[Token], reference: list[Token], weak: list[Token] | None
 
 
 def _vetted(reference: list[Token], alone: list[int], support: list, match_mm: float) -> list[int]:
-    """The reference-only blobs to keep: those with a model candidate nearby, and lone unsupported ones.
+    """The reference-only blobs to keep: those with a model candidate nearby, and lone upright unsupported ones.
 
     Unsupported blobs in a crowd (detect.yaml combine.veto_crowd of them within crowd_mm) are a hand,
-    a cup's shadow or a glare change, not tokens. A lone unsupported blob is kept, flagged: dropping
-    it too would silence real tokens the model misses (measured with the first model on held-out
-    seeds 3000-3099: 2 more missed tokens for 130 fewer phantom ones with the crowd rule; 11 more
-    missed without it)."""
+    a cup's shadow or a glare change, not tokens; so are unsupported blobs with no upright base in
+    them (``fallen``, when combine.veto_fallen): a coloured card or banknote, a shadow. A lone
+    upright unsupported blob is kept, flagged: dropping it too would silence real tokens the model
+    misses (measured with the first model on held-out seeds 3000-3099: 2 more missed tokens for 130
+    fewer phantom ones with the crowd rule; 11 more missed without it)."""
     cfg = settings.load("detect").get("combine", {})
     crowd, radius = int(cfg.get("veto_crowd", 2)), float(cfg.get("crowd_mm", 60.0))
     unsupported = [j for j in alone if not _near(reference[j].xy_mm, support, match_mm)]
     points = [reference[j].xy_mm for j in unsupported]
     vetoed = {j for j in unsupported if sum(_near(reference[j].xy_mm, [p], radius) for p in points) >= crowd}
+    if cfg.get("veto_fallen", False):
+        vetoed |= {j for j in unsupported if reference[j].fallen}
     return [j for j in alone if j not in vetoed]
 
 

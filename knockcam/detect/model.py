@@ -177,6 +177,7 @@ class TokenModel:
             raise KnockcamError(f"token model not found: {self.path} (train one with 'knockcam train DATASET' "
                                 "or set KNOCKCAM_MODEL to a tokens.onnx)")
         self.conf = float(cfg.get("conf", 0.25) if conf is None else conf)
+        self.sure_conf = max(self.conf, float(cfg.get("sure_conf", self.conf)))
         self.iou = float(cfg.get("iou", 0.3) if iou is None else iou)
         self.max_det = int(cfg.get("max_det", 32))
         self.agnostic = bool(cfg.get("agnostic_nms", True))
@@ -225,7 +226,7 @@ class TokenModel:
             return []
         xy_mm = view.to_mm(box.to_image(found.centres))
         return [Token(side=self.names[int(c)], xy_mm=(float(x), float(y)), confidence=float(s),
-                      sigma_mm=self.sigma_mm, source="model")
+                      sigma_mm=self.sigma_mm, source="model", unsure=bool(s < self.sure_conf))
                 for (x, y), s, c in zip(xy_mm, found.scores, found.classes)]
 
     def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board,

@@ -16,3 +16,4 @@ class Token:
     xy_px: tuple[float, float] | None = None  # base centre in the image, when known
     source: str = "model"  # model | reference | both; combine: model_only | reference_only | conflict
     fallen: bool = False
+    unsure: bool = False  # the detector itself doubts that this is a token (a weak score): a human decides

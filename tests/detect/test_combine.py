@@ -24,6 +24,14 @@ def test_the_same_token_seen_by_both_is_fused_by_uncertainty():
     assert both.sigma_mm <= 1.0
 
 
+def test_a_weak_model_score_the_reference_frame_confirms_is_no_longer_unsure():
+    weak = Token(side="red", xy_mm=(100.0, 400.0), confidence=0.15, sigma_mm=2.0, unsure=True)
+    (both,) = combine([weak], [t("red", 101.0, 400.0, source="reference")])
+    assert both.source == "both" and not both.unsure
+    (alone,) = combine([weak], [])
+    assert alone.unsure and alone.source == "model_only"
+
+
 def test_far_apart_estimates_do_not_pretend_to_agree_closely():
     (both,) = combine([t("red", 100.0, 400.0, sigma=1.0)], [t("red", 108.0, 400.0, sigma=1.0, source="reference")])
     assert both.sigma_mm >= 4.0
@@ -67,6 +75,20 @@ def test_unsupported_reference_only_blobs_in_a_crowd_are_dropped_a_lone_one_is_k
     assert sorted((o.side, o.source) for o in out) == [
         ("blue", "reference_only"), ("green", "reference_only"), ("red", "both")]
     assert len(combine(model, reference)) == 5  # without the model's candidates nothing is vetted
+
+
+def test_an_unsupported_blob_with_no_upright_base_is_dropped_an_upright_one_is_kept(monkeypatch):
+    reference = [t("blue", 300.0, 700.0, source="reference"),  # upright base, no model candidate: kept, flagged
+                 Token(side="red", xy_mm=(120.0, 200.0), confidence=0.42, sigma_mm=8.0, source="reference",
+                       fallen=True)]  # no base in it, no candidate: a card or a shadow
+    out = combine([], reference, weak=[])
+    assert [(o.side, o.source) for o in out] == [("blue", "reference_only")]
+    assert len(combine([], reference, weak=[t("red", 125.0, 204.0, conf=0.02)])) == 2  # a candidate vouches for it
+    import knockcam.settings as settings
+    load, real = settings.load, settings.load("detect")
+    monkeypatch.setattr(settings, "load", lambda stage: {**real, "combine": {**real["combine"], "veto_fallen": False}}
+                        if stage == "detect" else load(stage))
+    assert len(combine([], reference, weak=[])) == 2
 
 
 def test_same_side_partner_is_preferred_over_a_nearer_other_colour():

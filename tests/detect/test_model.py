@@ -189,6 +189,7 @@ def fake_model(output, hw):
     model = object.__new__(TokenModel)
     model.path = Path("fake.onnx")
     model.conf, model.iou, model.max_det, model.agnostic, model.sigma_mm = 0.25, 0.3, 32, True, 2.5
+    model.sure_conf = 0.75
     model.session = FakeSession(output)
     model.input_name, model.input_hw, model.names = "images", hw, SIDES
     model.support_conf = 0.05
@@ -207,6 +208,7 @@ def test_box_centres_map_back_to_board_millimetres_through_letterbox_and_view():
     assert [t.side for t in tokens] == ["red", "blue", "yellow"]
     assert np.allclose([t.xy_mm for t in tokens], truth_mm, atol=1e-4)
     assert all(t.source == "model" and t.sigma_mm == 2.5 and 0 < t.confidence <= 1 for t in tokens)
+    assert [t.unsure for t in tokens] == [False, False, True]  # scores 0.9, 0.8, 0.7; sure from 0.75 on
     blob = model.session.blob
     assert blob.shape == (1, 3, hw[0], hw[1]) and blob.dtype == np.float32
     assert 0.0 <= blob.min() and blob.max() <= 1.0
