@@ -228,12 +228,15 @@ def _edges(small: np.ndarray) -> np.ndarray:
     return edges
 
 
-def _hough_lines(edges: np.ndarray, n: int, per_direction: int) -> np.ndarray:
+def _hough_lines(edges: np.ndarray, n: int, per_direction: int, outermost: int = 0) -> np.ndarray:
     """Up to ``n`` distinct straight lines (rho, theta), each re-fitted to the edge pixels near it.
 
     Suppression is tight on purpose: a board's edge often runs a few pixels from a printed line.
     At most ``per_direction`` lines per 10-degree direction band: otherwise the board's long sides
-    and the printed lines along them take every place and its short ends are never tried.
+    and the printed lines along them take every place and its short ends are never tried. Then, in
+    the ``outermost`` most crowded bands, the two outermost lines Hough found there are added too:
+    a board's side is the last of its printed lines' family, and a short, soft one (the far end of
+    an oblique view) gathers fewer votes than the printed lines it parallels.
     """
     found = cv2.HoughLines(edges, 1, np.pi / 360, threshold=int(0.08 * min(edges.shape)))
     if found is None:
@@ -242,31 +245,47 @@ def _hough_lines(edges: np.ndarray, n: int, per_direction: int) -> np.ndarray:
     pix = np.column_stack([xs, ys]).astype(np.float64)
     lines: list[tuple[float, float]] = []
     per_band = np.zeros(18, int)
-    for rho, theta in found[:n * 40, 0, :]:
-        band = int(np.degrees(theta) % 180 // 10)
+    considered = found[:n * 40, 0, :]
+    bands = (np.degrees(considered[:, 1]) % 180 // 10).astype(int)
+
+    def add(rho: float, theta: float) -> None:
+        if any(_same_line((rho, theta), other, 3.0, np.radians(1.5)) for other in lines):
+            return
+        lines.append(_refit_line(pix, rho, theta))
+
+    for (rho, theta), band in zip(considered, bands):
         if per_band[band] >= per_direction:
             continue
-        dup = False
-        for r2, t2 in lines:
-            if _same_line((rho, theta), (r2, t2), 3.0, np.radians(1.5)):
-                dup = True
+        before = len(lines)
+        add(float(rho), float(theta))
+        if len(lines) > before:
+            per_band[band] += 1
+            if len(lines) >= n:
                 break
-        if dup:
-            continue
-        nrm = np.array([np.cos(theta), np.sin(theta)])
-        near = pix[np.abs(pix @ nrm - rho) <= 2.0]
-        if len(near) >= 20:
-            c = near.mean(axis=0)
-            _, _, vt = np.linalg.svd(near - c, full_matrices=False)
-            nrm2 = np.array([-vt[0][1], vt[0][0]])
-            if abs(nrm2 @ nrm) > np.cos(np.radians(3)):
-                nrm = nrm2 if nrm2 @ nrm > 0 else -nrm2
-                rho, theta = float(c @ nrm), float(np.arctan2(nrm[1], nrm[0]))
-        lines.append((float(rho), float(theta)))
-        per_band[band] += 1
-        if len(lines) >= n:
-            break
+    if outermost:
+        h, w = edges.shape
+        for band in np.argsort(-per_band, kind="stable")[:outermost]:
+            if per_band[band] < 2:
+                break
+            sel = considered[bands == band]
+            offset = sel[:, 0] - ((w - 1) / 2 * np.cos(sel[:, 1]) + (h - 1) / 2 * np.sin(sel[:, 1]))
+            for k in (int(np.argmin(offset)), int(np.argmax(offset))):
+                add(float(sel[k, 0]), float(sel[k, 1]))
     return np.array(lines)
+
+
+def _refit_line(pix: np.ndarray, rho: float, theta: float) -> tuple[float, float]:
+    """The line (rho, theta) re-fitted to the edge pixels within 2 px of it, unless that turns it more than 3 degrees."""
+    nrm = np.array([np.cos(theta), np.sin(theta)])
+    near = pix[np.abs(pix @ nrm - rho) <= 2.0]
+    if len(near) >= 20:
+        c = near.mean(axis=0)
+        _, _, vt = np.linalg.svd(near - c, full_matrices=False)
+        nrm2 = np.array([-vt[0][1], vt[0][0]])
+        if abs(nrm2 @ nrm) > np.cos(np.radians(3)):
+            nrm = nrm2 if nrm2 @ nrm > 0 else -nrm2
+            rho, theta = float(c @ nrm), float(np.arctan2(nrm[1], nrm[0]))
+    return float(rho), float(theta)
 
 
 def _same_line(l1, l2, drho: float, dtheta: float) -> bool:
@@ -344,7 +363,7 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     band = int(cfg["mask_band_px"])
     kernel = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
     rim = cv2.dilate(mask, kernel) & ~cv2.erode(mask, kernel)
-    lines = _hough_lines(edges, n, per_direction)
+    lines = _hough_lines(edges, n, per_direction, int(cfg.get("outermost_bands", 0)))
     for line in _hough_lines(edges & rim, n, per_direction):
         if not any(_same_line(line, other, 3.0, np.radians(1.5)) for other in lines):
             lines = np.vstack([lines, line[None]]) if len(lines) else line[None]

@@ -15,6 +15,7 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import corner_errors_mm
 from knockcam.calibrate.scene import make_scene
 from knockcam.errors import KnockcamError
+from knockcam.settings import load as settings_of
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 needs_fixtures = pytest.mark.skipif(not (SCENES / "overhead.json").exists(), reason="synth fixtures not generated")
@@ -95,8 +96,27 @@ def test_short_board_ends_are_kept_among_many_long_parallel_lines():
     assert any(abs(x - 305) < 4 for x in x_mid) and any(abs(x - 706) < 4 for x in x_mid)
 
 
+def test_the_outermost_line_of_a_crowded_direction_is_tried_even_when_it_is_weak():
+    # the far end of an oblique board is short and soft; the printed lines parallel to it are longer
+    # and more than a direction band's quota: it is kept only as the outermost line of its band
+    edges = np.zeros((540, 960), np.uint8)
+    for y in range(60, 480, 12):
+        cv2.line(edges, (100, y), (860, y + 20), 255, 1)
+    for x in range(300, 700, 25):
+        cv2.line(edges, (x, 80), (x + 10, 460), 255, 1)
+    cv2.line(edges, (250, 200), (253, 300), 255, 1)  # short: fewer Hough votes than any printed line
+
+    def crosses_at(lines, x0):
+        x_mid = [(r - 250 * np.sin(t)) / np.cos(t) for r, t in lines if abs(np.cos(t)) > 0.9]
+        return any(abs(x - x0) < 4 for x in x_mid)
+
+    assert not crosses_at(_hough_lines(edges, 48, 10), 251.5)
+    outermost = int(settings_of("calibrate")["auto"]["outermost_bands"])
+    assert crosses_at(_hough_lines(edges, 48, 10, outermost=outermost), 251.5)
+
+
 @needs_fixtures
-@pytest.mark.parametrize("name", ["overhead", "hand", "oblique_60", "off_board_and_fallen"])
+@pytest.mark.parametrize("name", ["overhead", "hand", "oblique_60", "off_board_and_fallen", "lens_distortion"])
 def test_fixture_placed_by_the_printed_grid_within_targets(board, name):
     image, truth, _ = _fixture(name)
     cal = calibrate_auto(image, board, truth.camera_matrix, truth.dist_coeffs)
@@ -106,7 +126,7 @@ def test_fixture_placed_by_the_printed_grid_within_targets(board, name):
 
 
 @needs_fixtures
-@pytest.mark.parametrize("name", ["cup_cards_banknotes", "glare_crease_bowed", "lens_distortion"])
+@pytest.mark.parametrize("name", ["cup_cards_banknotes", "glare_crease_bowed"])
 def test_a_wrong_outline_reports_a_large_error_and_is_refused(board, name):
     # measured: on these fixtures the board is not placed within 3 mm (the mug and cards break the
     # board's edges; a bowed board bends the printed lines away from any flat fit); the reported
