@@ -71,6 +71,7 @@ class Tally:
     ms: list = field(default_factory=list)
     cpu_ms: list = field(default_factory=list)  # process CPU time: what an unshared 2-core machine would see, roughly
     confusion: dict = field(default_factory=dict)  # (true side, found side or MISSED) -> count
+    unflagged_confusions: int = 0  # wrong colour on a call not left to a human
     errors_mm: list = field(default_factory=list)
 
     def count_confusion(self, true_side: str, found: str) -> None:
@@ -156,6 +157,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         tally.count_confusion(t.side, p.token.side)
         tally.errors_mm.append(float(np.hypot(p.token.xy_mm[0] - t.xy_mm[0], p.token.xy_mm[1] - t.xy_mm[1])))
         right = p.token.side == t.side and p.space == t.space and (t.space is not None or p.state == t.state)
+        tally.unflagged_confusions += p.token.side != t.side and not p.ambiguous
         tally.right += right
         if not right:
             exact = False
@@ -288,7 +290,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         f"confusions, <= {TARGETS['ms']:.0f} ms per image.",
         "",
         "| configuration | tokens | right | right among unflagged | flagged | missed | false detections | "
-        "scenes exactly right | scenes sound | colour confusions | median ms | median CPU ms | median error mm | "
+        "scenes exactly right | scenes sound | colour confusions (unflagged) | median ms | median CPU ms | median error mm | "
         "calibration failures |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -299,7 +301,8 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         err = f"{np.median(t.errors_mm):.2f}" if t.errors_mm else "n/a"
         lines.append(f"| {t.name} | {t.tokens} | {_pct(t.right, t.tokens)} | {_pct(t.unflagged_right, t.unflagged)} | "
                      f"{_pct(t.flagged, t.tokens)} | {t.missed} | {t.false_detections} | "
-                     f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} | {ms} | {cpu} | {err} | "
+                     f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} "
+                     f"({t.unflagged_confusions}) | {ms} | {cpu} | {err} | "
                      f"{t.calibration_failures} |")
     lines += ["", f"Missed tokens by what the camera saw of them (hidden: less than {HIDDEN:.0%} of the figure in view, "
               "under a hand, a cup or outside the photo; no detector can find those; calibration failures "

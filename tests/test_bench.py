@@ -70,9 +70,9 @@ def test_a_wrong_colour_is_a_confusion_and_not_right():
     xy = middle_of_a_space()
     tally = Tally("t")
     score_scene(tally, assign([found_at("yellow", xy)], BOARD), (truth_at("red", xy),))
-    assert tally.right == 0 and tally.confusion[("red", "yellow")] == 1
+    assert tally.right == 0 and tally.confusion[("red", "yellow")] == 1 and tally.unflagged_confusions == 1
     text = report([tally], {}, "knockcam bench --scenes 1", 1, 0, "none")
-    assert "| t | 1 | 0.00% |" in text and "not met unflagged, exact, colour" in text
+    assert "| t | 1 | 0.00% |" in text and "| 1 (1) |" in text and "not met unflagged, exact, colour" in text
     assert "| t | 0 | 0 | 0 |" in text  # the missed-by-cause row
 
 
@@ -91,3 +91,12 @@ def test_bench_refuses_training_seeds(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "training" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r.md").exists()
+
+
+def test_a_wrong_colour_left_to_a_human_is_a_confusion_but_not_an_unflagged_one():
+    xy = middle_of_a_space()
+    found = assign([Token(side="yellow", xy_mm=xy, confidence=0.5, source="conflict")], BOARD)
+    assert found[0].ambiguous
+    tally = Tally("t")
+    score_scene(tally, found, (truth_at("red", xy),))
+    assert tally.confusion[("red", "yellow")] == 1 and tally.unflagged_confusions == 0
