@@ -18,6 +18,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
+from knockcam import settings
 from knockcam.assign import Position, assign
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
@@ -122,13 +123,17 @@ def match(found: list[Position], truth: tuple[TrueToken, ...], limit_mm: float =
     return pairs
 
 
-HIDDEN = 0.15  # a token the camera sees less of than this is hidden (synth.yaml yolo.min_visible: not labelled)
 MISS_CAUSES = ("hidden", "fallen", "in view")
+
+
+def hidden_below() -> float:
+    """Visible share under which a token counts as hidden: the one training does not label (synth.yaml yolo.min_visible)."""
+    return float(settings.load("synth")["yolo"]["min_visible"])
 
 
 def miss_cause(token: TrueToken) -> str:
     """Why a missed token may have been missed: hidden (under a hand, a cup, outside the photo), fallen, or neither."""
-    if token.visible < HIDDEN:
+    if token.visible < hidden_below():
         return "hidden"
     return "fallen" if token.fallen else "in view"
 
@@ -304,7 +309,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
                      f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} "
                      f"({t.unflagged_confusions}) | {ms} | {cpu} | {err} | "
                      f"{t.calibration_failures} |")
-    lines += ["", f"Missed tokens by what the camera saw of them (hidden: less than {HIDDEN:.0%} of the figure in view, "
+    lines += ["", f"Missed tokens by what the camera saw of them (hidden: less than {hidden_below():.0%} of the figure in view, "
               "under a hand, a cup or outside the photo; no detector can find those; calibration failures "
               "count as missed):", "",
               "| configuration | " + " | ".join(MISS_CAUSES) + " |", "|---" * (len(MISS_CAUSES) + 1) + "|"]
