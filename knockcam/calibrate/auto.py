@@ -10,7 +10,8 @@ inside the table's). Finally the printed grid is registered from there (knockcam
 when most of its lines are found, the grid places the corners (with the board's hump, when its
 lines show that it does not lie flat) and the reported error is how much they depend on which
 lines were seen; when not, the outline is kept and its reported error is how far the grid
-disagrees.
+disagrees. Among registrations that fit nearly as well, the board's edges decide: one they put
+clearly further away is neither chosen nor counted as a rival.
 """
 
 from __future__ import annotations
@@ -102,6 +103,12 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     images = (cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), np.ascontiguousarray(colour.max(axis=2)))
     fits = [(fit_grid(img, h0, board, radii=radii, bow=False), img) for img in images for h0, radii in starts]
     fit, gray = max(fits, key=lambda f: f[0].score)
+    contradicted = _edge_contradicted(fits, fit, hom, line_fits, board, cfg)
+    if contradicted:
+        # a registration that fits about as well and that the board's own edges agree with is preferred
+        # over one they put several mm away (motion blur: the lines along the blur fit one line off)
+        fit, gray = min(((f, img) for f, img in fits if f.score >= fit.score - float(cfg["edge_choice_margin"])),
+                        key=lambda f: _corner_apart_mm(hom, f[0].homography, board))
     if fit.score < float(cfg["grid_min_score"]):
         if line_fits is None:  # neither the printed grid nor the board's edges
             raise KnockcamError(NOT_FOUND)
@@ -114,7 +121,8 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     # another registration that fits about as well but puts the corners elsewhere is a doubt
     floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
     rivals = [(f, img) for f, img in fits
-              if f.score >= floor and _corner_apart_mm(fit.homography, f.homography, board) > 0.5]
+              if f.score >= floor and _corner_apart_mm(fit.homography, f.homography, board) > 0.5
+              and not _edges_reject(f, fit, hom, line_fits, board, cfg)]
     # a board that does not lie flat bends its printed lines (a hump along it, zero at the corners)
     # and no flat fit follows them: when the lines show a hump, it is fitted too
     hump = hump_mm(gray, fit.homography, board)
@@ -142,6 +150,21 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
                    edge_points=n_points, error_mm=err, placed_by="grid", grid_fit=float(fit.score),
                    edge_corners_px=edge_corners, bow_mm=bow)
+
+
+def _edges_reject(other, chosen, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict) -> bool:
+    """Whether the board's fitted edges put ``other``'s corners clearly further away than ``chosen``'s."""
+    if line_fits is None:
+        return False
+    return (_corner_apart_mm(edge_hom, other.homography, board)
+            > _corner_apart_mm(edge_hom, chosen.homography, board) + float(cfg["edge_reject_mm"]))
+
+
+def _edge_contradicted(fits, best, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict) -> bool:
+    """Whether the edges reject the best-fitting registration in favour of one fitting nearly as well."""
+    margin = float(cfg["edge_choice_margin"])
+    return any(f.score >= best.score - margin and _edges_reject(best, f, edge_hom, line_fits, board, cfg)
+               for f, _ in fits)
 
 
 def _edge_error_mm(line_fits, corners: np.ndarray, board: Board, image_size: tuple[int, int], cfg: dict) -> float:

@@ -116,7 +116,8 @@ def test_the_outermost_line_of_a_crowded_direction_is_tried_even_when_it_is_weak
 
 
 @needs_fixtures
-@pytest.mark.parametrize("name", ["overhead", "hand", "oblique_60", "off_board_and_fallen", "lens_distortion"])
+@pytest.mark.parametrize("name", ["overhead", "hand", "oblique_60", "off_board_and_fallen", "lens_distortion",
+                                  "motion_blur"])
 def test_fixture_placed_by_the_printed_grid_within_targets(board, name):
     image, truth, _ = _fixture(name)
     cal = calibrate_auto(image, board, truth.camera_matrix, truth.dist_coeffs)
