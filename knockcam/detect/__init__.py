@@ -2,7 +2,8 @@
 
 ``detect_tokens`` is the one entry point: it runs what is available -- the learned model
 (knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
-(knockcam.detect.reference) -- and combines them (knockcam.detect.combine). Then
+(knockcam.detect.reference) -- and combines them (knockcam.detect.combine); each token's
+uncertainty then includes the calibration's error (``with_calibration_error``). Then
 ``knockcam.assign.assign(tokens, board)`` says where each one rests.
 """
 
@@ -76,13 +77,28 @@ def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
     if found_model is None:
-        return found_ref
-    if found_ref is None:
-        return found_model
-    from knockcam.detect.combine import combine
-    from knockcam.detect.reference import in_reach
+        found = found_ref
+    elif found_ref is None:
+        found = found_model
+    else:
+        from knockcam.detect.combine import combine
+        from knockcam.detect.reference import in_reach
 
-    return combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board))
+        found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board))
+    return with_calibration_error(found, calibration)
 
 
-__all__ = ["AUTO", "Token", "detect_tokens", "load_model"]
+def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> list[Token]:
+    """Each token's position uncertainty with the calibration's error added (in quadrature).
+
+    Added once, after the detectors are combined: both read the board through the same
+    calibration, so its error is common to them and must not shrink when they agree."""
+    err = float(calibration.error_mm or 0.0)
+    if err <= 0:
+        return list(tokens)
+    from dataclasses import replace
+
+    return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
+
+
+__all__ = ["AUTO", "Token", "detect_tokens", "load_model", "with_calibration_error"]

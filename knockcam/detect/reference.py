@@ -239,7 +239,6 @@ def detect_reference(image: np.ndarray, reference: np.ndarray, calibration: Cali
     vp = viewpoint(calibration)
     blobs = find_bases(mask, classes, residual, view, vp, board, cfg)
     sigma0 = float(cfg["token"]["sigma_mm"])
-    cal_err = float(calibration.error_mm or 0.0)
     tokens = []
     for blob in blobs:
         votes = np.asarray(blob.side_votes)
@@ -256,7 +255,6 @@ def detect_reference(image: np.ndarray, reference: np.ndarray, calibration: Cali
         else:
             sigma = (float(np.hypot(sigma0, float(cfg["token"]["rim_rms_gain"]) * blob.rim_rms_px / view.px_per_mm))
                      if blob.fitted else float(cfg["token"]["loose_sigma_mm"]))
-        sigma = float(np.hypot(sigma, cal_err))
         px = calibration.mm_to_px([xy])[0]
         confidence = purity * (0.95 if blob.fitted else 0.7) * (0.6 if blob.fallen else 1.0)
         tokens.append(Token(side=SIDES[side_i], xy_mm=(float(xy[0]), float(xy[1])), confidence=round(confidence, 4),

@@ -113,3 +113,19 @@ def test_no_detector_at_all_is_a_clear_error():
     cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
     with pytest.raises(KnockcamError, match="no token detector"):
         detect_tokens(img, cal, board, reference=None, model=None)
+
+
+def test_the_calibration_error_is_added_once_after_combining():
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.detect import with_calibration_error
+
+    cal = Calibration("auto", (1280, 720), np.eye(3), error_mm=2.0)
+    fused = combine([t("red", 100.0, 400.0, sigma=1.0)], [t("red", 100.5, 400.0, sigma=1.0, source="reference")])
+    (token,) = with_calibration_error(fused, cal)
+    # both detectors read the board through the same calibration: agreeing does not shrink its error
+    assert token.sigma_mm == pytest.approx(np.hypot(fused[0].sigma_mm, 2.0), abs=1e-3)
+    assert token.sigma_mm >= 2.0
+    (model_only,) = with_calibration_error([t("blue", 50.0, 500.0, sigma=1.5)], cal)
+    assert model_only.sigma_mm == pytest.approx(2.5)
+    exact = Calibration("truth", (1280, 720), np.eye(3))
+    assert with_calibration_error(fused, exact) == fused
