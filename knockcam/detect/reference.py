@@ -451,24 +451,17 @@ def _front_edges(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: flo
     prof = _bilinear(res, xs, ys)
     inside = np.median(prof[:, radii <= 0.8 * radius], axis=1)
     outside = np.median(prof[:, radii >= radius + 4.0], axis=1)
-    points = []
-    for k in range(rays):
-        lo, hi = outside[k], inside[k]
-        if hi - lo < 12.0:
-            continue
-        half = 0.5 * (lo + hi)
-        row = prof[k]
-        start = int(np.searchsorted(radii, 0.6 * radius))
-        below = np.nonzero(row[start:] < half)[0]
-        if not len(below):
-            continue
-        j = start + int(below[0])
-        if j == 0:
-            continue
-        r0, r1, v0, v1 = radii[j - 1], radii[j], row[j - 1], row[j]
-        r = r0 + (v0 - half) / (v0 - v1) * (r1 - r0) if v0 != v1 else r1
-        points.append((centre[0] + dx[k] * r, centre[1] + dy[k] * r))
-    return np.asarray(points, dtype=np.float64).reshape(-1, 2)
+    half = 0.5 * (outside + inside)
+    start = int(np.searchsorted(radii, 0.6 * radius))
+    below = prof[:, start:] < half[:, None]
+    j = start + np.argmax(below, axis=1)  # the first sample under half-way along each ray
+    keep = (inside - outside >= 12.0) & below.any(axis=1) & (j > 0)
+    k = np.nonzero(keep)[0]
+    j = j[k]
+    r0, r1, v0, v1 = radii[j - 1], radii[j], prof[k, j - 1], prof[k, j]
+    same = v0 == v1
+    r = np.where(same, r1, r0 + (v0 - half[k]) / np.where(same, 1.0, v0 - v1) * (r1 - r0))
+    return np.column_stack([centre[0] + dx[k] * r, centre[1] + dy[k] * r]).astype(np.float64).reshape(-1, 2)
 
 
 def _fit_front(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float) -> tuple[np.ndarray, bool, float]:
@@ -491,10 +484,13 @@ def _fit_front(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float
             resid = r - radius
             w = 1.0 / np.maximum(1.0, np.abs(resid) / 1.0)
             jac = -d / np.maximum(r, 1e-6)[:, None]
-            jtj = (jac * w[:, None]).T @ jac
-            if np.linalg.cond(jtj) > 1e6:
+            (a11, a12), (_, a22) = (jac * w[:, None]).T @ jac
+            spread = np.hypot(0.5 * (a11 - a22), a12)  # eigenvalues of the symmetric 2x2: mid +- spread
+            mid = 0.5 * (a11 + a22)
+            if mid - spread <= 0 or mid + spread > 1e6 * (mid - spread):  # singular or condition number > 1e6
                 return centre, False, 0.0
-            step = np.linalg.solve(jtj, -(jac * w[:, None]).T @ resid)
+            g = -(jac * w[:, None]).T @ resid
+            step = np.array([a22 * g[0] - a12 * g[1], a11 * g[1] - a12 * g[0]]) / (a11 * a22 - a12 * a12)
             c = c + step
             if np.hypot(*step) < 0.01:
                 break
