@@ -397,8 +397,19 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     dtheta = np.abs((theta[ii] - theta[jj] + np.pi / 2) % np.pi - np.pi / 2)
     keep = dtheta < np.radians(float(cfg.get("max_opposite_angle_deg", 85)))  # steep views converge a lot
     ii, jj = ii[keep], jj[keep]
+    # every two lines' crossing, once; a quadrilateral's four corners must all lie near the image
+    rho, th = lines[:, 0], theta
+    det = np.cos(th)[:, None] * np.sin(th)[None, :] - np.sin(th)[:, None] * np.cos(th)[None, :]
+    det = np.where(np.abs(det) < 1e-9, 1e-9, det)
+    cx = (rho[:, None] * np.sin(th)[None, :] - rho[None, :] * np.sin(th)[:, None]) / det
+    cy = (np.cos(th)[:, None] * rho[None, :] - np.cos(th)[None, :] * rho[:, None]) / det
+    near = (cx > -0.05 * w) & (cx < 1.05 * w) & (cy > -0.05 * h) & (cy < 1.05 * h)
+    # two pairs of sides (i, j) and (k, m) make one when k and m each cross both i and j near the
+    # image, along an edge-supported stretch (checked again exactly below; this only prunes)
+    side_ok = _supported_stretches(near[ii] & near[jj], ii, jj, cx, cy, dist, 0.8 * _MIN_SIDE_SUPPORT)
+    pairs_ok = side_ok[:, ii] & side_ok[:, jj]  # [p, q]: both lines of pair q are good sides between pair p's
+    pa, pb = np.nonzero(np.triu(pairs_ok & pairs_ok.T, 1))
     mean_dir = np.angle(np.exp(2j * theta[ii]) + np.exp(2j * theta[jj])) / 2
-    pa, pb = np.triu_indices(len(ii), 1)
     ddir = np.abs((mean_dir[pa] - mean_dir[pb] + np.pi / 2) % np.pi - np.pi / 2)
     ok = ddir > np.radians(float(cfg.get("min_pair_angle_deg", 15)))
     pa, pb = pa[ok], pb[ok]
@@ -407,17 +418,8 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     i, j, k, m = i[ok], j[ok], k[ok], m[ok]
     if len(i) == 0:
         return []
-
-    def cross(a, b):
-        ra, ta, rb, tb = lines[a, 0], lines[a, 1], lines[b, 0], lines[b, 1]
-        det = np.cos(ta) * np.sin(tb) - np.sin(ta) * np.cos(tb)
-        det = np.where(np.abs(det) < 1e-9, 1e-9, det)
-        return np.column_stack([(ra * np.sin(tb) - rb * np.sin(ta)) / det, (np.cos(ta) * rb - np.cos(tb) * ra) / det])
-
-    quads = np.stack([cross(i, k), cross(k, j), cross(j, m), cross(m, i)], axis=1)  # (N, 4, 2)
-    inb = ((quads[..., 0] > -0.05 * w) & (quads[..., 0] < 1.05 * w) & (quads[..., 1] > -0.05 * h)
-           & (quads[..., 1] < 1.05 * h)).all(axis=1)
-    quads = quads[inb]
+    quads = np.stack([np.stack([cx[a, b], cy[a, b]], axis=-1) for a, b in ((i, k), (k, j), (j, m), (m, i))],
+                     axis=1)  # (N, 4, 2)
     e = np.roll(quads, -1, axis=1) - quads
     crossz = e[:, :, 0] * np.roll(e, -1, axis=1)[:, :, 1] - e[:, :, 1] * np.roll(e, -1, axis=1)[:, :, 0]
     convex = (crossz > 0).all(axis=1) | (crossz < 0).all(axis=1)
@@ -436,17 +438,10 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     quads, fit, area = quads[sel], fit[sel], area[area >= float(cfg["min_area_frac"]) * w * h][sel]
     if len(quads) == 0:
         return []
-    t = np.linspace(0.05, 0.95, 40)
-    p = quads[:, :, None, :]
-    q = np.roll(quads, -1, axis=1)[:, :, None, :]
-    s = p + t[None, None, :, None] * (q - p)  # (N, 4, 40, 2)
-    xi = np.clip(np.round(s[..., 0]).astype(int), 0, w - 1)
-    yi = np.clip(np.round(s[..., 1]).astype(int), 0, h - 1)
-    inside = (s[..., 0] >= 0) & (s[..., 0] < w) & (s[..., 1] >= 0) & (s[..., 1] < h)
-    support = ((dist[yi, xi] <= 1.5) & inside).mean(axis=2)  # (N, 4)
+    support = _side_support(quads, np.roll(quads, -1, axis=1), dist)  # (N, 4)
     # edge support first, then the true shape, then size: the board is the largest such quad
     score = support.mean(axis=1) + 0.5 * support.min(axis=1) - 2.0 * fit + 0.5 * area / (w * h)
-    good = support.min(axis=1) >= 0.25
+    good = support.min(axis=1) >= _MIN_SIDE_SUPPORT
     quads, score = quads[good], score[good]
     order = np.argsort(-score, kind="stable")
     quads = quads[order]
@@ -463,6 +458,31 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
         if len(kept) >= limit:
             break
     return [quads[i] for i in kept]
+
+
+_MIN_SIDE_SUPPORT = 0.25  # share of a quadrilateral side's samples on an edge pixel (every side)
+
+
+def _side_support(a: np.ndarray, b: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """Share of 40 samples between points ``a`` and ``b`` (..., 2) that lie on an edge pixel (1.5 px)."""
+    h, w = dist.shape
+    t = np.linspace(0.05, 0.95, 40)
+    s = a[..., None, :] + t[:, None] * (b - a)[..., None, :]
+    xi = np.clip(np.round(s[..., 0]).astype(int), 0, w - 1)
+    yi = np.clip(np.round(s[..., 1]).astype(int), 0, h - 1)
+    inside = (s[..., 0] >= 0) & (s[..., 0] < w) & (s[..., 1] >= 0) & (s[..., 1] < h)
+    return ((dist[yi, xi] <= 1.5) & inside).mean(axis=-1)
+
+
+def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, cx: np.ndarray, cy: np.ndarray,
+                         dist: np.ndarray, min_support: float) -> np.ndarray:
+    """[p, k]: line k crosses both lines of pair p near the image and is edge-supported between them."""
+    p, k = np.nonzero(crosses)
+    a = np.stack([cx[k, ii[p]], cy[k, ii[p]]], axis=-1)
+    b = np.stack([cx[k, jj[p]], cy[k, jj[p]]], axis=-1)
+    out = np.zeros_like(crosses)
+    out[p, k] = _side_support(a, b, dist) >= min_support
+    return out
 
 
 def _board_mask(small: np.ndarray) -> np.ndarray:
