@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from knockcam.calibrate import calibrate
-from knockcam.calibrate.auto import _hough_lines, calibrate_auto, quad_aspect, side_face_px
+from knockcam.calibrate.auto import (_PRUNING_SLACK, _hough_lines, _side_support, _supported_stretches, calibrate_auto,
+                                     quad_aspect, side_face_px)
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import corner_errors_mm
 from knockcam.calibrate.scene import make_scene
@@ -140,3 +141,37 @@ def test_a_wrong_outline_reports_a_large_error_and_is_refused(board, name):
         camera = Calibration("lens", truth.image_size, np.eye(3), truth.camera_matrix, truth.dist_coeffs)
         with pytest.raises(KnockcamError, match="over the 3 mm limit"):
             calibrate(image, board, camera=camera)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
+    # quadrilaterals are pruned with an approximate side support before the exact 40-sample test:
+    # with the slack allowed, it must keep every side the exact test keeps (else real boards drop),
+    # even on a table of random crossing edges, where sampling differs most
+    rng = np.random.default_rng(seed)
+    h, w = 240, 320
+    edges = np.zeros((h, w), np.uint8)
+    for _ in range(12):
+        a, b = rng.integers(0, [w, h], 2), rng.integers(0, [w, h], 2)
+        cv2.line(edges, tuple(int(v) for v in a), tuple(int(v) for v in b), 255, 1)
+    dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
+    lines = np.column_stack([rng.uniform(-50, 400, 12), rng.uniform(0, np.pi, 12)])
+    rho, th = lines[:, 0], lines[:, 1]
+    det = np.cos(th)[:, None] * np.sin(th)[None, :] - np.sin(th)[:, None] * np.cos(th)[None, :]
+    det = np.where(np.abs(det) < 1e-9, 1e-9, det)
+    cx = (rho[:, None] * np.sin(th)[None, :] - rho[None, :] * np.sin(th)[:, None]) / det
+    cy = (np.cos(th)[:, None] * rho[None, :] - np.cos(th)[None, :] * rho[:, None]) / det
+    near = (cx > -0.05 * w) & (cx < 1.05 * w) & (cy > -0.05 * h) & (cy < 1.05 * h)  # as _candidate_quads
+    ii, jj = np.triu_indices(len(lines), 1)
+    crosses = near[ii] & near[jj]
+    for k in range(len(lines)):
+        crosses[(ii == k) | (jj == k), k] = False
+    for threshold in (0.15, 0.25, 0.4):
+        kept = _supported_stretches(crosses, ii, jj, lines, cx, cy, dist, threshold - _PRUNING_SLACK)
+        p, k = np.nonzero(crosses)
+        a = np.stack([cx[k, ii[p]], cy[k, ii[p]]], axis=-1)
+        b = np.stack([cx[k, jj[p]], cy[k, jj[p]]], axis=-1)
+        exact = _side_support(a, b, dist)
+        long_enough = np.linalg.norm(b - a, axis=1) > 20
+        assert kept[p, k][long_enough & (exact >= threshold)].all()
