@@ -28,6 +28,9 @@ class StillDetector:
         from knockcam.detect import detect_tokens
 
         tokens = detect_tokens(frame.image, self.calibration, self.board, reference=self.reference, model=self.model)
-        # a weak model score the empty-board frame does not confirm is left out here: the board is seen
-        # again after every slide, and a phantom would be taken for a slide
-        return seen_from_positions(assign([t for t in tokens if not t.unsure], self.board))
+        # left out here: a weak model score the empty-board frame does not confirm, and a token only the
+        # model sees where the reference frame of this very camera shows none (model_only): the board
+        # is seen again after every slide, and a phantom would be taken for a slide or keep the board
+        # from ever looking clear; a token missed this way is asked about (the tracker's questions)
+        kept = [t for t in tokens if not t.unsure and (self.reference is None or t.source != "model_only")]
+        return seen_from_positions(assign(kept, self.board))

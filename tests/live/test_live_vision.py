@@ -24,3 +24,25 @@ def test_a_token_the_model_is_unsure_of_is_not_taken_for_a_slide():
     detector = StillDetector(board, calibration, reference=None, model=FakeModel())
     seen = detector(Frame(image=np.zeros((480, 640, 3), np.uint8), index=0, t=0.0))
     assert [s.side for s in seen] == ["red"]
+
+
+class ConfidentModel(FakeModel):
+    def detect(self, image, calibration, board, conf=None):
+        return [Token("red", (150.0, 400.0), 0.9, sigma_mm=1.6),      # on the board
+                Token("yellow", (-80.0, 400.0), 0.9, sigma_mm=1.6)]   # on the table, beyond the board
+
+
+def test_a_token_only_the_model_sees_where_the_empty_frame_shows_none_is_not_taken_for_a_slide():
+    # the photo is the empty-board frame itself: nothing changed, so a model token on the board is a
+    # phantom (it would keep the board from ever looking clear); off the board the reference frame
+    # does not look, so the model's word stands there
+    board = load_board()
+    calibration = Calibration(method="truth", image_size=(640, 480),
+                              homography=np.array([[0.5, 0.0, 100.0], [0.0, -0.4, 420.0], [0.0, 0.0, 1.0]]))
+    rng = np.random.default_rng(0)
+    empty = rng.integers(90, 160, (480, 640, 3), dtype=np.uint8)
+    frame = Frame(image=empty.copy(), index=0, t=0.0)
+    assert [s.side for s in StillDetector(board, calibration, reference=empty, model=ConfidentModel())(frame)] \
+        == ["yellow"]
+    assert sorted(s.side for s in StillDetector(board, calibration, reference=None, model=ConfidentModel())(frame)) \
+        == ["red", "yellow"]
