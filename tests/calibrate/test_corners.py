@@ -1,6 +1,5 @@
 """Four given corners: parsed, checked for order, and turned into a homography with an honest estimate."""
 
-import numpy as np
 import pytest
 
 from knockcam.calibrate.corners import calibrate_corners, parse_corners
