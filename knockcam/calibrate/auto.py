@@ -103,12 +103,13 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     images = (cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), np.ascontiguousarray(colour.max(axis=2)))
     fits = [(fit_grid(img, h0, board, radii=radii, bow=False), img) for img in images for h0, radii in starts]
     fit, gray = max(fits, key=lambda f: f[0].score)
-    contradicted = _edge_contradicted(fits, fit, hom, line_fits, board, cfg)
-    if contradicted:
+    if line_fits is not None:
         # a registration that fits about as well and that the board's own edges agree with is preferred
         # over one they put several mm away (motion blur: the lines along the blur fit one line off)
-        fit, gray = min(((f, img) for f, img in fits if f.score >= fit.score - float(cfg["edge_choice_margin"])),
-                        key=lambda f: _corner_apart_mm(hom, f[0].homography, board))
+        close = [(f, img) for f, img in fits if f.score >= fit.score - float(cfg["edge_choice_margin"])]
+        nearest = min(close, key=lambda f: _corner_apart_mm(hom, f[0].homography, board))
+        if _edges_reject(fit, nearest[0], hom, line_fits, board, cfg):
+            fit, gray = nearest
     if fit.score < float(cfg["grid_min_score"]):
         if line_fits is None:  # neither the printed grid nor the board's edges
             raise KnockcamError(NOT_FOUND)
@@ -158,13 +159,6 @@ def _edges_reject(other, chosen, edge_hom: np.ndarray, line_fits, board: Board, 
         return False
     return (_corner_apart_mm(edge_hom, other.homography, board)
             > _corner_apart_mm(edge_hom, chosen.homography, board) + float(cfg["edge_reject_mm"]))
-
-
-def _edge_contradicted(fits, best, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict) -> bool:
-    """Whether the edges reject the best-fitting registration in favour of one fitting nearly as well."""
-    margin = float(cfg["edge_choice_margin"])
-    return any(f.score >= best.score - margin and _edges_reject(best, f, edge_hom, line_fits, board, cfg)
-               for f, _ in fits)
 
 
 def _edge_error_mm(line_fits, corners: np.ndarray, board: Board, image_size: tuple[int, int], cfg: dict) -> float:
@@ -322,12 +316,17 @@ def _same_line(l1, l2, drho: float, dtheta: float) -> bool:
     return False
 
 
-def _intersect(l1, l2):
-    (r1, t1), (r2, t2) = l1, l2
-    a = np.array([[np.cos(t1), np.sin(t1)], [np.cos(t2), np.sin(t2)]])
-    if abs(np.linalg.det(a)) < 1e-6:
-        return None
-    return np.linalg.solve(a, np.array([r1, r2]))
+def _crossings(lines: np.ndarray, image_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Where every two (rho, theta) lines cross, as (x, y) tables [a, b], and whether that lies near the
+    image (within 5% of its size outside it); parallel lines cross far away."""
+    w, h = image_size
+    rho, th = lines[:, 0], lines[:, 1]
+    det = np.cos(th)[:, None] * np.sin(th)[None, :] - np.sin(th)[:, None] * np.cos(th)[None, :]
+    det = np.where(np.abs(det) < 1e-9, 1e-9, det)
+    cx = (rho[:, None] * np.sin(th)[None, :] - rho[None, :] * np.sin(th)[:, None]) / det
+    cy = (np.cos(th)[:, None] * rho[None, :] - np.cos(th)[None, :] * rho[:, None]) / det
+    near = (cx > -0.05 * w) & (cx < 1.05 * w) & (cy > -0.05 * h) & (cy < 1.05 * h)
+    return cx, cy, near
 
 
 def _square_to_quad(quads: np.ndarray) -> np.ndarray:
@@ -397,13 +396,8 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     dtheta = np.abs((theta[ii] - theta[jj] + np.pi / 2) % np.pi - np.pi / 2)
     keep = dtheta < np.radians(float(cfg.get("max_opposite_angle_deg", 85)))  # steep views converge a lot
     ii, jj = ii[keep], jj[keep]
-    # every two lines' crossing, once; a quadrilateral's four corners must all lie near the image
-    rho, th = lines[:, 0], theta
-    det = np.cos(th)[:, None] * np.sin(th)[None, :] - np.sin(th)[:, None] * np.cos(th)[None, :]
-    det = np.where(np.abs(det) < 1e-9, 1e-9, det)
-    cx = (rho[:, None] * np.sin(th)[None, :] - rho[None, :] * np.sin(th)[:, None]) / det
-    cy = (np.cos(th)[:, None] * rho[None, :] - np.cos(th)[None, :] * rho[:, None]) / det
-    near = (cx > -0.05 * w) & (cx < 1.05 * w) & (cy > -0.05 * h) & (cy < 1.05 * h)
+    # a quadrilateral's four corners must all lie near the image
+    cx, cy, near = _crossings(lines, (w, h))
     # two pairs of sides (i, j) and (k, m) make one when k and m each cross both i and j near the
     # image, along an edge-supported stretch (checked again exactly below; this only prunes)
     side_ok = _supported_stretches(near[ii] & near[jj], ii, jj, lines, cx, cy, dist,

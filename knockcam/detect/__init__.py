@@ -9,6 +9,7 @@ uncertainty then includes the calibration's error (``with_calibration_error``). 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
@@ -96,8 +97,6 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
     err = float(calibration.error_mm or 0.0)
     if err <= 0:
         return list(tokens)
-    from dataclasses import replace
-
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
 
 

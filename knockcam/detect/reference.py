@@ -461,7 +461,7 @@ def _front_edges(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: flo
     r0, r1, v0, v1 = radii[j - 1], radii[j], prof[k, j - 1], prof[k, j]
     same = v0 == v1
     r = np.where(same, r1, r0 + (v0 - half[k]) / np.where(same, 1.0, v0 - v1) * (r1 - r0))
-    return np.column_stack([centre[0] + dx[k] * r, centre[1] + dy[k] * r]).astype(np.float64).reshape(-1, 2)
+    return np.column_stack([centre[0] + dx[k] * r, centre[1] + dy[k] * r])
 
 
 def _fit_front(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float) -> tuple[np.ndarray, bool, float]:

@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 from knockcam.calibrate import calibrate
-from knockcam.calibrate.auto import (_PRUNING_SLACK, _hough_lines, _side_support, _supported_stretches, calibrate_auto,
-                                     quad_aspect, side_face_px)
+from knockcam.calibrate.auto import (_PRUNING_SLACK, _crossings, _hough_lines, _side_support, _supported_stretches,
+                                     calibrate_auto, quad_aspect, side_face_px)
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import corner_errors_mm
 from knockcam.calibrate.scene import make_scene
@@ -157,12 +157,7 @@ def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
         cv2.line(edges, tuple(int(v) for v in a), tuple(int(v) for v in b), 255, 1)
     dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
     lines = np.column_stack([rng.uniform(-50, 400, 12), rng.uniform(0, np.pi, 12)])
-    rho, th = lines[:, 0], lines[:, 1]
-    det = np.cos(th)[:, None] * np.sin(th)[None, :] - np.sin(th)[:, None] * np.cos(th)[None, :]
-    det = np.where(np.abs(det) < 1e-9, 1e-9, det)
-    cx = (rho[:, None] * np.sin(th)[None, :] - rho[None, :] * np.sin(th)[:, None]) / det
-    cy = (np.cos(th)[:, None] * rho[None, :] - np.cos(th)[None, :] * rho[:, None]) / det
-    near = (cx > -0.05 * w) & (cx < 1.05 * w) & (cy > -0.05 * h) & (cy < 1.05 * h)  # as _candidate_quads
+    cx, cy, near = _crossings(lines, (w, h))  # as _candidate_quads
     ii, jj = np.triu_indices(len(lines), 1)
     crosses = near[ii] & near[jj]
     for k in range(len(lines)):
