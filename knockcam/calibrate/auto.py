@@ -516,6 +516,7 @@ def _board_mask(small: np.ndarray) -> np.ndarray:
     k = 4
     crit = (cv2.TERM_CRITERIA_EPS + cv2.TERM_CRITERIA_MAX_ITER, 20, 1.0)
     sample = border[:: max(1, len(border) // 20000)]
+    cv2.setRNGSeed(0)  # k-means++ draws from OpenCV's RNG: the same photo must always give the same answer
     _, labels, centres = cv2.kmeans(sample, k, None, crit, 2, cv2.KMEANS_PP_CENTERS)
     spread = np.array([np.sqrt(np.mean(np.sum((sample[labels.ravel() == i] - centres[i]) ** 2, axis=1)) + 1e-6)
                        if np.any(labels.ravel() == i) else 1e6 for i in range(k)])

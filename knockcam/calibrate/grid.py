@@ -204,17 +204,25 @@ def _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap):
     ys = (q[:, None, 1] + offs[None] * nimg[:, None, 1]).astype(np.float32)
     inside = (xs.min(1) >= 1) & (xs.max(1) <= w_img - 2) & (ys.min(1) >= 1) & (ys.max(1) <= h_img - 2)
     prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-    # a thin dark line: darker than both sides ``gap`` px away (a ridge), strongest in the window
+    # a thin dark line: darker than both sides ``gap`` px away (a ridge, not a step), strongest in
+    # the window; it is then placed at the peak of the symmetric response (mean of both sides minus
+    # the centre): the darker side that the test above keeps would pull it towards a coloured band
+    # or a border printed beside the line
     g = int(round(gap / step))
     padded = np.pad(prof, ((0, 0), (g, g)), mode="edge")
-    resp = np.minimum(padded[:, :-2 * g], padded[:, 2 * g:]) - prof
-    k = np.argmax(resp[:, 1:-1], axis=1) + 1
+    before, after = padded[:, :-2 * g], padded[:, 2 * g:]
+    ridge = np.minimum(before, after) - prof
+    k = np.argmax(ridge[:, 1:-1], axis=1) + 1
     rows = np.arange(len(prof))
-    y0, y1, y2 = resp[rows, k - 1], resp[rows, k], resp[rows, k + 1]
+    contrast = ridge[rows, k]
+    centre = 0.5 * (before + after) - prof
+    near = np.stack([centre[rows, np.clip(k + d, 1, len(offs) - 2)] for d in (-1, 0, 1)], axis=1)
+    k = np.clip(k + np.argmax(near, axis=1) - 1, 1, len(offs) - 2)
+    y0, y1, y2 = centre[rows, k - 1], centre[rows, k], centre[rows, k + 1]
     den = y0 - 2 * y1 + y2
     sub = np.where(den < -1e-6, 0.5 * (y0 - y2) / np.minimum(den, -1e-6), 0.0)
     found = offs[k] + np.clip(sub, -0.5, 0.5) * step
-    ok = inside & (y1 >= min_contrast) & (k > 1) & (k < len(offs) - 2)
+    ok = inside & (contrast >= min_contrast) & (k > 1) & (k < len(offs) - 2)
     return found, ok, nimg, inside
 
 
