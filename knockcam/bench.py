@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from knockcam import settings
-from knockcam.assign import Position, assign
+from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, UNSURE, Position, assign
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
@@ -39,6 +39,7 @@ class TrueToken:
     state: str
     fallen: bool
     visible: float = 1.0  # share of its figure the camera sees (hands, cups, the photo's edge hide the rest)
+    margin_mm: float = float("inf")  # how far the true base centre is from a line that changes its resting place
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,7 @@ class Tally:
     confusion: dict = field(default_factory=dict)  # (true side, found side or MISSED) -> count
     unflagged_confusions: int = 0  # wrong colour on a call not left to a human
     errors_mm: list = field(default_factory=list)
+    flag_reasons: dict = field(default_factory=dict)  # Position flag -> flagged tokens carrying it (one may carry several)
 
     def count_confusion(self, true_side: str, found: str) -> None:
         self.confusion[(true_side, found)] = self.confusion.get((true_side, found), 0) + 1
@@ -84,10 +86,23 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
     toks = truth["tokens"]
     if not toks:
         return ()
-    cov = coverage(board, np.array([t["xy_mm"] for t in toks], dtype=np.float64), margins=False)
+    cov = coverage(board, np.array([t["xy_mm"] for t in toks], dtype=np.float64))
     return tuple(TrueToken(side=t["side"], xy_mm=(float(t["xy_mm"][0]), float(t["xy_mm"][1])), space=cov.space_id[i],
                            state=cov.state[i], fallen=bool(t.get("fallen", False)),
-                                visible=float(t.get("visible", 1.0))) for i, t in enumerate(toks))
+                           visible=float(t.get("visible", 1.0)), margin_mm=float(cov.margin_mm[i]))
+                 for i, t in enumerate(toks))
+
+
+FLAG_REASONS = (CLOSE_CALL, FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN)  # what makes a Position ambiguous
+
+
+def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
+    """What a detector with no error at all would still leave to a human in this scene: fallen tokens
+    (RULES.md S3: where one stood is the players' call) and standing ones closer to a deciding line
+    than assign's smallest margin (``min_margin_mm``, data/assign.yaml)."""
+    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    return {"tokens": len(truth), "fallen": sum(t.fallen for t in truth),
+            "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth)}
 
 
 def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
@@ -168,6 +183,8 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
             exact = False
         if p.ambiguous:
             tally.flagged += 1
+            for reason in set(p.flags) & set(FLAG_REASONS):
+                tally.flag_reasons[reason] = tally.flag_reasons.get(reason, 0) + 1
         else:
             tally.unflagged += 1
             tally.unflagged_right += right
@@ -221,9 +238,11 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                             f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
     configs = configurations(model is not None)
     tallies = {c.name: Tally(c.name) for c in configs}
-    facts = {"calibration_ms": []}
+    facts = {"calibration_ms": [], "floor": {"tokens": 0, "fallen": 0, "near_line": 0}}
     for n, seed in enumerate(range(seed_start, seed_start + scenes)):
         scene = make_scene(board, seed)
+        for k, v in flag_floor(scene.tokens).items():
+            facts["floor"][k] += v
         auto_cal = None
         try:
             t0 = time.perf_counter()
@@ -315,6 +334,19 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
               "| configuration | " + " | ".join(MISS_CAUSES) + " |", "|---" * (len(MISS_CAUSES) + 1) + "|"]
     lines += [f"| {t.name} | " + " | ".join(str(t.missed_by_cause.get(c, 0)) for c in MISS_CAUSES) + " |"
               for t in tallies]
+    lines += ["", "Why tokens were flagged (share of all tokens; a token may have several reasons):", "",
+              "| configuration | " + " | ".join(r.replace("_", " ") for r in FLAG_REASONS) + " |",
+              "|---" * (len(FLAG_REASONS) + 1) + "|"]
+    lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS) + " |"
+              for t in tallies]
+    floor = facts.get("floor") or {}
+    if floor.get("tokens"):
+        n = floor["tokens"]
+        floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+        lines += ["", f"A detector with no error at all would still flag {_pct(floor['fallen'] + floor['near_line'], n)} "
+                  f"of these tokens: {_pct(floor['fallen'], n)} are fallen (RULES.md S3: where one stood is the players' "
+                  f"call) and {_pct(floor['near_line'], n)} stand within {floor_mm:g} mm (`min_margin_mm`, "
+                  "data/assign.yaml) of a line that changes their resting place."]
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
         lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]

@@ -3,7 +3,7 @@
 import json
 
 from knockcam.assign import assign
-from knockcam.bench import MISSED, Tally, TrueToken, report, score_scene
+from knockcam.bench import MISSED, Tally, TrueToken, flag_floor, report, score_scene, true_tokens
 from knockcam.board import load_board
 from knockcam.cli import main
 from knockcam.detect.tokens import Token
@@ -100,3 +100,25 @@ def test_a_wrong_colour_left_to_a_human_is_a_confusion_but_not_an_unflagged_one(
     tally = Tally("t")
     score_scene(tally, found, (truth_at("red", xy),))
     assert tally.confusion[("red", "yellow")] == 1 and tally.unflagged_confusions == 0
+
+
+def test_flags_are_counted_by_reason_and_the_floor_is_what_no_detector_escapes():
+    xy = middle_of_a_space()
+    found = assign([Token(side="red", xy_mm=xy, confidence=0.9, sigma_mm=0.5, fallen=True),
+                    Token(side="blue", xy_mm=middle_of_a_space(1), confidence=0.9, sigma_mm=0.5, source="model_only")],
+                   BOARD)
+    tally = Tally("t")
+    score_scene(tally, found, (truth_at("red", xy, fallen=True), truth_at("blue", middle_of_a_space(1))))
+    assert tally.flagged == 2 and tally.flag_reasons == {"fallen": 1, "disagreement": 1}
+    # a true token 0.3 mm from the edge between two spaces is within assign's 1 mm floor whatever finds it
+    space = next(s for s in BOARD.spaces if s.kind == "property")
+    ys = [p[1] for p in space.polygon]
+    line_truth = {"tokens": [{"side": "red", "xy_mm": [sum(p[0] for p in space.polygon) / len(ys), max(ys) - 0.3]},
+                             {"side": "blue", "xy_mm": list(xy), "fallen": True},
+                             {"side": "green", "xy_mm": list(middle_of_a_space(2))}]}
+    truth = true_tokens(line_truth, BOARD)
+    assert truth[0].margin_mm < 1.0 and truth[2].margin_mm > 5.0
+    assert flag_floor(truth) == {"tokens": 3, "fallen": 1, "near_line": 1}
+    text = report([tally], {"floor": flag_floor(truth)}, "knockcam bench --scenes 1", 1, 0, "none")
+    assert "| t | 0.00% | 50.00% | 50.00% | 0.00% | 0.00% |" in text
+    assert "would still flag 66.67% of these tokens: 33.33% are fallen" in text
