@@ -107,6 +107,11 @@ def _print_evaluation(result, as_json: bool, training) -> None:
         ("ms per canonical image median / p95", f"{result.ms_median:.1f} / {result.ms_p95:.1f}"),
         ("colour confusions", ", ".join(f"{k}: {v}" for k, v in result.confusions.items()) or "none"),
     ]
+    for band in result.error_by_score:  # what detect.yaml's model.sigma_by_score is set from
+        if band["tokens"]:
+            rows.append((f"base error, score >= {band['score_min']:g}",
+                         f"{band['tokens']} tokens: median {band['median_mm']:.2f}, p90 {band['p90_mm']:.2f}, "
+                         f"sigma {band['sigma_mm']:.2f} mm"))
     for key, value in rows:
         table.add_row(key, value)
     Console().print(table)

@@ -28,6 +28,19 @@ from knockcam.sides import SIDES
 PAD_VALUE = 114  # ultralytics' letterbox grey, the colour the model saw around every training image
 
 
+def sigma_table(cfg: dict) -> tuple[tuple[float, float], ...]:
+    """detect.yaml's ``model.sigma_by_score`` as (lowest score, sigma mm) rows, highest score first."""
+    rows = tuple(sorted(((float(a), float(b)) for a, b in cfg.get("sigma_by_score") or ()), reverse=True))
+    if not rows or rows[-1][0] > 0 or any(b <= 0 for _, b in rows):
+        raise KnockcamError("detect.yaml model.sigma_by_score needs positive sigmas and a row for score 0")
+    return rows
+
+
+def sigma_for(table: tuple[tuple[float, float], ...], score: float) -> float:
+    """The base-centre uncertainty (mm) of a model token with this score: its band's row of ``table``."""
+    return next(sigma for lowest, sigma in table if score >= lowest)
+
+
 def default_model_path() -> Path:
     """Where the shipped weights live: $KNOCKCAM_MODEL, else detect.yaml's model.path, else models/tokens.onnx
     of this checkout (an editable install), else the copy a regular install put under <prefix>/share."""
@@ -181,7 +194,7 @@ class TokenModel:
         self.iou = float(cfg.get("iou", 0.3) if iou is None else iou)
         self.max_det = int(cfg.get("max_det", 32))
         self.agnostic = bool(cfg.get("agnostic_nms", True))
-        self.sigma_mm = float(cfg.get("sigma_mm", 2.0))
+        self.sigma_by_score = sigma_table(cfg)
         self.support_conf = float(cfg.get("support_conf", self.conf))
         options = ort.SessionOptions()
         threads = int(cfg.get("threads", 0) if threads is None else threads)
@@ -226,7 +239,7 @@ class TokenModel:
             return []
         xy_mm = view.to_mm(box.to_image(found.centres))
         return [Token(side=self.names[int(c)], xy_mm=(float(x), float(y)), confidence=float(s),
-                      sigma_mm=self.sigma_mm, source="model", unsure=bool(s < self.sure_conf))
+                      sigma_mm=sigma_for(self.sigma_by_score, s), source="model", unsure=bool(s < self.sure_conf))
                 for (x, y), s, c in zip(xy_mm, found.scores, found.classes)]
 
     def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board,

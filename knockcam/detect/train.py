@@ -14,7 +14,7 @@ import json
 import os
 import shutil
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -252,6 +252,9 @@ class Evaluation:
     ms_median: float  # model time per canonical image (letterbox + onnxruntime + decode), after load
     ms_p95: float
     match_mm: float
+    # per score band of detect.yaml's model.sigma_by_score: {"score_min", "tokens", "median_mm", "p90_mm",
+    # "sigma_mm"}, where sigma_mm = p90 / assign's sigmas: the uncertainty that flags as many close calls
+    error_by_score: list = field(default_factory=list)
 
 
 def _truth(image: Path, view) -> tuple[np.ndarray, np.ndarray]:
@@ -301,7 +304,7 @@ def evaluate(model_path: Path | None, dataset: Path, limit: int | None = None, b
     radius = float(match_mm if match_mm is not None else board.token.base_diameter_mm / 2)
     images = dataset_images(Path(dataset))[: limit or None]
     n_tokens = n_det = n_match = n_side = exact = 0
-    errors, times = [], []
+    errors, scores, times = [], [], []
     confusions: dict[str, int] = {}
     model.detect_canonical(np.full((view.size[1], view.size[0], 3), 114, np.uint8), view)  # warm-up
     for path in images:
@@ -320,6 +323,7 @@ def evaluate(model_path: Path | None, dataset: Path, limit: int | None = None, b
         right = 0
         for t, p, d in pairs:
             errors.append(d)
+            scores.append(tokens[p].confidence)
             want, got = SIDES[truth_cls[t]], tokens[p].side
             if want == got:
                 right += 1
@@ -338,7 +342,22 @@ def evaluate(model_path: Path | None, dataset: Path, limit: int | None = None, b
         error_mm_max=float(np.max(err)), scenes_exact=exact / max(len(images), 1),
         confusions=dict(sorted(confusions.items())), ms_median=float(np.median(ms)),
         ms_p95=float(np.percentile(ms, 95)), match_mm=radius,
+        error_by_score=_error_by_score(np.asarray(errors), np.asarray(scores), model.sigma_by_score),
     )
+
+
+def _error_by_score(errors: np.ndarray, scores: np.ndarray, table) -> list[dict]:
+    """Base error of matched tokens in each score band of ``table`` (knockcam.detect.model.sigma_table)."""
+    sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
+    out, upper = [], np.inf
+    for lowest, _ in table:
+        err = errors[(scores >= lowest) & (scores < upper)]
+        upper = lowest
+        p90 = float(np.percentile(err, 90)) if len(err) else None
+        out.append({"score_min": lowest, "tokens": int(len(err)),
+                    "median_mm": float(np.median(err)) if len(err) else None, "p90_mm": p90,
+                    "sigma_mm": None if p90 is None else round(p90 / sigmas, 2)})
+    return out
 
 
 def evaluation_json(evaluation: Evaluation) -> str:

@@ -11,7 +11,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from knockcam.board.layout import load_board
 from knockcam.detect.canonical import canonical_view
 from knockcam.detect.model import (
-    PAD_VALUE, Letterbox, TokenModel, decode, default_model_path, input_hw_for, letterbox, nms,
+    PAD_VALUE, Letterbox, TokenModel, decode, default_model_path, input_hw_for, letterbox, nms, sigma_for, sigma_table,
 )
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
@@ -188,7 +188,8 @@ class FakeSession:
 def fake_model(output, hw):
     model = object.__new__(TokenModel)
     model.path = Path("fake.onnx")
-    model.conf, model.iou, model.max_det, model.agnostic, model.sigma_mm = 0.25, 0.3, 32, True, 2.5
+    model.conf, model.iou, model.max_det, model.agnostic = 0.25, 0.3, 32, True
+    model.sigma_by_score = ((0.85, 1.0), (0.0, 2.5))
     model.sure_conf = 0.75
     model.session = FakeSession(output)
     model.input_name, model.input_hw, model.names = "images", hw, SIDES
@@ -207,7 +208,8 @@ def test_box_centres_map_back_to_board_millimetres_through_letterbox_and_view():
     tokens = model.detect_canonical(canon, VIEW)
     assert [t.side for t in tokens] == ["red", "blue", "yellow"]
     assert np.allclose([t.xy_mm for t in tokens], truth_mm, atol=1e-4)
-    assert all(t.source == "model" and t.sigma_mm == 2.5 and 0 < t.confidence <= 1 for t in tokens)
+    assert all(t.source == "model" and 0 < t.confidence <= 1 for t in tokens)
+    assert [t.sigma_mm for t in tokens] == [1.0, 2.5, 2.5]  # a confident token is placed better (sigma_by_score)
     assert [t.unsure for t in tokens] == [False, False, True]  # scores 0.9, 0.8, 0.7; sure from 0.75 on
     blob = model.session.blob
     assert blob.shape == (1, 3, hw[0], hw[1]) and blob.dtype == np.float32
@@ -285,3 +287,12 @@ def test_shipped_model_fits_the_canonical_view_and_names_the_sides():
     assert model.input_hw == input_hw_for(VIEW)
     empty_table = np.full((VIEW.size[1], VIEW.size[0], 3), 114, np.uint8)
     assert model.detect_canonical(empty_table, VIEW) == []
+
+
+def test_sigma_by_score_is_read_highest_score_first_and_must_cover_every_score():
+    table = sigma_table({"sigma_by_score": [[0.0, 4.0], [0.9, 1.0], [0.6, 2.0]]})
+    assert table == ((0.9, 1.0), (0.6, 2.0), (0.0, 4.0))
+    assert [sigma_for(table, s) for s in (0.95, 0.9, 0.7, 0.1)] == [1.0, 1.0, 2.0, 4.0]
+    for bad in ({"sigma_by_score": [[0.5, 1.0]]}, {"sigma_by_score": [[0.0, 0.0]]}, {}):
+        with pytest.raises(KnockcamError, match="sigma_by_score"):
+            sigma_table(bad)
