@@ -178,6 +178,16 @@ class ScoredPhoto:
         """Indices of the positions a human must decide."""
         return tuple(i for i, p in enumerate(self.positions) if p.ambiguous)
 
+    @property
+    def unseen(self) -> dict[str, int]:
+        """For each side in the turn order, how many of its tokens (R2) the photo does not show: out of
+        play (off the board, out of the picture) unless something hides them, which only a look tells."""
+        from knockcam import settings
+
+        per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])
+        seen = {side: sum(p.side == side for p in self.positions) for side in self.order}
+        return {side: per_side - n for side, n in seen.items() if n < per_side}
+
     def calibration_dict(self) -> dict:
         cal = self.calibration
         return {"method": cal.method,

@@ -159,6 +159,26 @@ def test_sides_not_in_the_order_and_extra_tokens_are_left_out():
     assert prop.id in scored.round.per_side["red"].properties
 
 
+def test_tokens_of_the_playing_sides_not_in_the_photo_are_counted_and_said():
+    from rich.console import Console
+
+    from knockcam.cli.score import print_scored
+
+    s = scene()
+    reds = [Token("red", _centre(sp.id), 0.9, 1.0) for sp in BOARD.properties[:2]]
+    green = Token("green", _centre(BOARD.properties[6].id), 0.9, 1.0)
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue")),
+                         detector=_fixed(reds + [green]))
+    assert scored.unseen == {"red": 2, "blue": 4}  # green does not play; R2: 4 tokens a side
+    console = Console(record=True, width=200)
+    print_scored(scored, console=console)
+    assert "not in the photo: red 2, blue 4 tokens, counted as out" in console.export_text()
+    five = [Token("red", _centre(sp.id), 0.9, 1.0) for sp in BOARD.properties[:5]]
+    assert score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue")),
+                       detector=_fixed(five)).unseen == {"blue": 4}  # a fifth red is an extra, not a negative
+    assert score_photo(s.photo, ScoreOptions(calibration=s.calibration), detector=_fixed(reds)).unseen == {}
+
+
 def _bonus(props) -> int:
     sets = {p.color_set for p in props}
     return sum(BOARD.set_bonus[c] for c in sets if all(q in props for q in BOARD.color_set(c)))

@@ -144,9 +144,15 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
         console.print(free_parking_line(scored))
         for line in stake_lines(scored):
             console.print(f"[magenta]close call: {line}[/magenta]")
+    unseen = scored.unseen
+    if unseen:
+        what = ", ".join(f"{side} {n}" for side, n in unseen.items())
+        console.print(f"[magenta]not in the photo: {what} token{'s' if sum(unseen.values()) > 1 else ''}, counted as out "
+                      "(off the board); if one is hidden on the board (under a hand, behind a cup), move what hides it and "
+                      "score again[/magenta]")
     n_close = len(scored.ambiguous)
     if n_close:
-        console.print(f"[bold magenta]{n_close} close call{'s' if n_close > 1 else ''}: look at the evidence and "
+        console.print(f"[bold magenta]{n_close} call{'s' if n_close > 1 else ''} for a human: look at the evidence and "
                       "decide; 'knockcam explain IMAGE --token SIDE' shows the numbers.[/bold magenta]")
     if evidence is not None:
         console.print(f"evidence: {evidence}", soft_wrap=True)
