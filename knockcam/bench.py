@@ -114,7 +114,7 @@ def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
     jpeg, truth, rendered, ref_jpeg = sc.make_photo(board, seed, 0, reference=True)
     image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
     reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
-    return Scene(seed=seed, image=image, reference=reference, calibration=rendered.spec.camera.calibration(),
+    return Scene(seed=seed, image=image, reference=reference, calibration=rendered.spec.calibration(board),
                  tokens=true_tokens(truth, board))
 
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.calibration import Calibration, Hump
 from knockcam.calibrate.grid import corner_spread_mm, fit_grid, fit_grid_bowed, hump_mm
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.errors import KnockcamError
@@ -200,9 +200,14 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
         image = cv2.undistort(image, camera_matrix, dist_coeffs)
     outline = find_outline(image, board)
     hom = homography_from_points(board_corners_mm(board), outline.corners_px)
-    return Calibration(method="auto", image_size=(image.shape[1], image.shape[0]), homography=hom,
-                       camera_matrix=camera_matrix, dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
-                       error_source=_error_source(outline))
+    size = (image.shape[1], image.shape[0])
+    hump = None
+    if any(outline.bow_mm):  # the printed lines showed a hump and it was fitted: tokens rest on it
+        hump = Hump(float(outline.bow_mm[0]), float(outline.bow_mm[1]), tuple(board.size_mm),
+                    tuple(float(v) for v in up_px(hom, board, size)))
+    return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,
+                       dist_coeffs=dist_coeffs, error_mm=outline.error_mm, error_source=_error_source(outline),
+                       hump=hump)
 
 
 def _error_source(outline: Outline) -> str:

@@ -32,10 +32,7 @@ def _synth_photo(board: Board, index: int, seed: int = HELD_OUT_SEED):
         return None
     jpeg, truth, _ = make_photo(board, seed, index)
     img = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-    c = truth["calibration"]
-    k, d = c.get("camera_matrix"), c.get("dist_coeffs")
-    cal = Calibration(method="truth", image_size=tuple(c["image_size"]), homography=np.array(c["homography"]),
-                      camera_matrix=None if k is None else np.array(k), dist_coeffs=None if d is None else np.array(d))
+    cal = Calibration.from_dict(truth["calibration"])
     return img, cal
 
 
@@ -52,10 +49,7 @@ def _fixtures(board: Board):
         photo, ref = folder / f"{path.stem}.jpg", folder / f"{path.stem}_ref.jpg"
         if not c or not photo.exists() or not ref.exists():
             continue
-        k, d = c.get("camera_matrix"), c.get("dist_coeffs")
-        truth = Calibration(method="truth", image_size=tuple(c["image_size"]), homography=np.array(c["homography"]),
-                            camera_matrix=None if k is None else np.array(k),
-                            dist_coeffs=None if d is None else np.array(d))
+        truth = Calibration.from_dict(c)
         yield path.stem, cv2.imread(str(photo)), cv2.imread(str(ref)), truth
 
 

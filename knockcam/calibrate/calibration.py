@@ -1,7 +1,8 @@
 """The Calibration value: board millimetres <-> image pixels, with optional lens distortion.
 
 ``homography`` maps board millimetres to *undistorted* pixels; with ``camera_matrix`` and
-``dist_coeffs`` set, points are distorted after it (and undistorted before its inverse).
+``dist_coeffs`` set, points are distorted after it (and undistorted before its inverse). A board
+that does not lie flat (``hump``) lifts its printed face, and what rests on it, towards the camera.
 """
 
 from __future__ import annotations
@@ -18,6 +19,43 @@ from knockcam.errors import KnockcamError
 
 
 @dataclass(frozen=True)
+class Hump:
+    """A board whose face is not flat: it rises ``along_mm`` at the middle of its length (a half sine,
+    zero at both ends, where the corners are) and ``across_mm`` more along its middle line.
+
+    ``up`` is the image of a 1 mm step up from the board, homogeneous and on the scale of the
+    calibration's homography: a board point (x, y) at height z is seen at H (x, y, 1) + z up. Seen
+    obliquely, a few mm of hump move a token by as much as a space's margin.
+    """
+
+    along_mm: float
+    across_mm: float
+    board_size_mm: tuple[float, float]  # (width, length): where the hump is zero
+    up: tuple[float, float, float]
+
+    def height_mm(self, points_mm) -> np.ndarray:
+        """Height of the printed face above the corners' plane at board points (N, 2)."""
+        pts = np.asarray(points_mm, dtype=np.float64).reshape(-1, 2)
+        width, length = self.board_size_mm
+        u = np.clip(pts[:, 0] / width, 0, 1)
+        v = np.clip(pts[:, 1] / length, 0, 1)
+        return np.sin(np.pi * v) * (self.along_mm + self.across_mm * np.sin(np.pi * u))
+
+    def to_dict(self) -> dict:
+        return {"along_mm": round(float(self.along_mm), 4), "across_mm": round(float(self.across_mm), 4),
+                "board_size_mm": [float(v) for v in self.board_size_mm],
+                "up": [round(float(v), 12) for v in self.up]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Hump":
+        up = tuple(float(v) for v in data["up"])
+        size = tuple(float(v) for v in data["board_size_mm"])
+        if len(up) != 3 or len(size) != 2 or min(size) <= 0 or not np.isfinite(up).all():
+            raise ValueError("hump needs up (3 numbers) and board_size_mm (2 positive numbers)")
+        return cls(float(data["along_mm"]), float(data["across_mm"]), size, up)
+
+
+@dataclass(frozen=True)
 class Calibration:
     method: str  # corners | click | markers | reference | auto | truth
     image_size: tuple[int, int]  # (width, height) in pixels
@@ -27,11 +65,15 @@ class Calibration:
     error_mm: float | None = None  # residual / estimated error in board millimetres
     error_source: str | None = None  # how error_mm was obtained (residual of N points, or an estimate from what)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
+    hump: Hump | None = None  # the board's face is not flat (None: it is)
 
     def mm_to_px(self, points_mm) -> np.ndarray:
-        """(N, 2) board millimetres -> (N, 2) image pixels (distorted if a lens model is set)."""
-        pts = np.asarray(points_mm, dtype=np.float64).reshape(-1, 1, 2)
-        px = cv2.perspectiveTransform(pts, self.homography).reshape(-1, 2)
+        """(N, 2) board millimetres (on the board's face) -> (N, 2) image pixels (distorted if a lens model is set)."""
+        pts = np.asarray(points_mm, dtype=np.float64).reshape(-1, 2)
+        hom = np.column_stack([pts, np.ones(len(pts))]) @ np.asarray(self.homography, np.float64).T
+        if self.hump is not None:
+            hom += self.hump.height_mm(pts)[:, None] * np.asarray(self.hump.up)[None, :]
+        px = hom[:, :2] / hom[:, 2:3]
         if self.camera_matrix is not None and self.dist_coeffs is not None:
             k = self.camera_matrix
             norm = (px - k[:2, 2]) / np.array([k[0, 0], k[1, 1]])
@@ -45,12 +87,40 @@ class Calibration:
         pts = np.asarray(points_px, dtype=np.float64).reshape(-1, 1, 2)
         if self.camera_matrix is not None and self.dist_coeffs is not None:
             pts = cv2.undistortPoints(pts, self.camera_matrix, self.dist_coeffs, P=self.camera_matrix)
-        return cv2.perspectiveTransform(pts, np.linalg.inv(self.homography)).reshape(-1, 2)
+        flat = cv2.perspectiveTransform(pts, np.linalg.inv(self.homography)).reshape(-1, 2)
+        if self.hump is None:
+            return flat
+        return self._off_the_hump(pts.reshape(-1, 2), flat)
+
+    def _off_the_hump(self, px: np.ndarray, mm: np.ndarray, iterations: int = 8) -> np.ndarray:
+        """Board points (on the humped face) seen at undistorted pixels ``px``, starting from ``mm``:
+        H (x, y, 1) + z(x, y) up = s (px, 1) is solved for x, y, s with z held, then z updated (the
+        hump changes slowly, so a few rounds settle it far below a hundredth of a millimetre)."""
+        h = np.asarray(self.homography, np.float64)
+        up = np.asarray(self.hump.up, np.float64)
+        pix = np.column_stack([px, np.ones(len(px))])
+        for _ in range(iterations):
+            z = self.hump.height_mm(mm)
+            a = np.broadcast_to(np.column_stack([h[:, 0], h[:, 1]]), (len(px), 3, 2))
+            a = np.concatenate([a, -pix[:, :, None]], axis=2)  # unknowns x, y, s
+            b = -(h[:, 2][None, :] + z[:, None] * up[None, :])
+            mm = np.linalg.solve(a, b[:, :, None])[:, :2, 0]
+        return mm
 
     def corners_px(self, size_mm: tuple[float, float]) -> np.ndarray:
         """The board's corners in pixels: near-left, near-right, far-right, far-left."""
         w, l = size_mm
         return self.mm_to_px([(0, 0), (w, 0), (w, l), (0, l)])
+
+    def moved(self, g: np.ndarray, **changes) -> "Calibration":
+        """This calibration after the picture moved by ``g`` (undistorted pixels -> undistorted pixels:
+        the camera was bumped), with ``changes`` to other fields; a hump moves with it."""
+        hom = np.asarray(g, np.float64) @ np.asarray(self.homography, np.float64)
+        scale = hom[2, 2]
+        hump = self.hump
+        if hump is not None:
+            hump = replace(hump, up=tuple(float(v) for v in np.asarray(g, np.float64) @ np.asarray(hump.up) / scale))
+        return replace(self, homography=hom / scale, hump=hump, **changes)
 
     def with_error(self, error_mm: float | None, error_source: str | None = None) -> "Calibration":
         return replace(self, error_mm=error_mm, error_source=error_source or self.error_source)
@@ -66,6 +136,7 @@ class Calibration:
             "error_mm": None if self.error_mm is None else round(float(self.error_mm), 3),
             "error_source": self.error_source,
             "created": self.created,
+            "hump": None if self.hump is None else self.hump.to_dict(),
         }
         if size_mm is not None:
             data["corners_px"] = self.corners_px(size_mm).round(2).tolist()
@@ -89,20 +160,27 @@ class Calibration:
         except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
             raise KnockcamError(f"cannot read calibration file {path}: {' '.join(str(exc).split())}") from None
         try:
-            h = np.array(data["homography"], dtype=np.float64)
-            if h.shape != (3, 3) or not np.isfinite(h).all() or abs(np.linalg.det(h)) < 1e-12:
-                raise ValueError("homography must be an invertible 3x3 matrix")
-            k = data.get("camera_matrix")
-            d = data.get("dist_coeffs")
-            return cls(
-                method=str(data["method"]),
-                image_size=(int(data["image_size"][0]), int(data["image_size"][1])),
-                homography=h,
-                camera_matrix=None if k is None else np.array(k, dtype=np.float64).reshape(3, 3),
-                dist_coeffs=None if d is None else np.array(d, dtype=np.float64).ravel(),
-                error_mm=None if data.get("error_mm") is None else float(data["error_mm"]),
-                error_source=None if data.get("error_source") is None else str(data["error_source"]),
-                created=str(data.get("created", "")),
-            )
+            return cls.from_dict(data)
         except (KeyError, TypeError, ValueError, IndexError) as exc:
             raise KnockcamError(f"{path}: not a knockcam calibration file ({exc}); run 'knockcam calibrate' again") from None
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Calibration":
+        """The calibration a ``to_dict`` (a calibration file, a scene's truth) describes; KeyError,
+        TypeError or ValueError when it does not describe one."""
+        h = np.array(data["homography"], dtype=np.float64)
+        if h.shape != (3, 3) or not np.isfinite(h).all() or abs(np.linalg.det(h)) < 1e-12:
+            raise ValueError("homography must be an invertible 3x3 matrix")
+        k = data.get("camera_matrix")
+        d = data.get("dist_coeffs")
+        return cls(
+            method=str(data["method"]),
+            image_size=(int(data["image_size"][0]), int(data["image_size"][1])),
+            homography=h,
+            camera_matrix=None if k is None else np.array(k, dtype=np.float64).reshape(3, 3),
+            dist_coeffs=None if d is None else np.array(d, dtype=np.float64).ravel(),
+            error_mm=None if data.get("error_mm") is None else float(data["error_mm"]),
+            error_source=None if data.get("error_source") is None else str(data["error_source"]),
+            created=str(data.get("created", "")),
+            hump=None if data.get("hump") is None else Hump.from_dict(data["hump"]),
+        )

@@ -57,9 +57,5 @@ class CameraWatch:
         shift = float(np.linalg.norm(self.calibration.px_to_mm(now) - board_corners_mm(self.board), axis=1).max())
         if shift <= self.limit:
             return MotionCheck(False, shift, self.calibration, "camera still")
-        hom = g @ self.calibration.homography
-        new = Calibration(method=self.calibration.method + "+tracked", image_size=self.calibration.image_size,
-                          homography=hom / hom[2, 2], camera_matrix=self.calibration.camera_matrix,
-                          dist_coeffs=self.calibration.dist_coeffs, error_mm=self.calibration.error_mm,
-                          error_source=self.calibration.error_source)
+        new = self.calibration.moved(g, method=self.calibration.method + "+tracked")
         return MotionCheck(True, shift, new, f"camera moved {shift:.1f} mm at the board corners: re-registered")

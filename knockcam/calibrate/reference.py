@@ -7,7 +7,7 @@ is carried over through it. Works with any board art that has texture to match.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
@@ -129,10 +129,15 @@ def register(image: np.ndarray, reference: Reference, board: Board, method: str 
         raise KnockcamError(f"reference: the board was not recognised in this photo; {hint}")
     rms = float(np.sqrt(np.mean(np.sum((a - b) ** 2, axis=1))))
     ref_err = ref_cal.error_mm or 0.0
-    return Calibration(method=method, image_size=size, homography=hom, camera_matrix=ref_cal.camera_matrix,
+    hump = None
+    if ref_cal.hump is not None:  # the same board, as humped as before, seen from this camera
+        from knockcam.calibrate.auto import up_px
+
+        hump = replace(ref_cal.hump, up=tuple(float(v) for v in up_px(hom / hom[2, 2], board, size)))
+    return Calibration(method=method, image_size=size, homography=hom / hom[2, 2], camera_matrix=ref_cal.camera_matrix,
                        dist_coeffs=ref_cal.dist_coeffs, error_mm=float(np.hypot(rms, ref_err)),
                        error_source=f"residual: RMS of {int(inl.sum())} {how} in board mm, "
-                                    f"combined with the reference's own {ref_err:.2f} mm")
+                                    f"combined with the reference's own {ref_err:.2f} mm", hump=hump)
 
 
 def _register_topdown(und: np.ndarray, reference: Reference, board: Board, cfg: dict, initial=None):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from knockcam.errors import KnockcamError
@@ -128,19 +128,13 @@ def _saved_calibration(scene: DemoScene):
     """The calibration noted in the photo's truth file, as a Calibration (None without one)."""
     if scene.truth is None:
         return None
-    import numpy as np
-
     from knockcam.calibrate.calibration import Calibration
 
     data = json.loads(scene.truth.read_text(encoding="utf-8")).get("calibration")
     if not data:
         return None
-    k, dist = data.get("camera_matrix"), data.get("dist_coeffs")
-    return Calibration(method="saved", image_size=tuple(int(v) for v in data["image_size"]),
-                       homography=np.array(data["homography"], dtype=np.float64),
-                       camera_matrix=None if k is None else np.array(k, dtype=np.float64),
-                       dist_coeffs=None if dist is None else np.array(dist, dtype=np.float64),
-                       error_mm=0.0, error_source="the synthetic camera's own calibration")
+    return replace(Calibration.from_dict(data), method="saved", error_mm=0.0,
+                   error_source="the synthetic camera's own calibration")
 
 
 def _shown(path: Path) -> str:

@@ -184,7 +184,7 @@ class Composer:
         self.hold(step.hold)
 
     def result(self) -> Composed:
-        return Composed(frames=self.frames, truth=self.truth, calibration=self.spec.camera.calibration(),
+        return Composed(frames=self.frames, truth=self.truth, calibration=self.spec.calibration(self.board),
                         fps=self.fps, empty=self.empty, marks=self.marks)
 
 

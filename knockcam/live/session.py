@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
@@ -299,10 +299,9 @@ class LiveGame:
         h, w = frame.image.shape[:2]
         warped = cv2.warpPerspective(self.reference, g, (w, h), flags=cv2.INTER_LINEAR,
                                      borderMode=cv2.BORDER_REPLICATE)
-        hom = g @ self.calibration.homography
         base = base or self.calibration
         method = base.method if base.method.endswith("+tracked") else base.method + "+tracked"
-        self.calibration = replace(base, homography=hom / hom[2, 2], method=method)
+        self.calibration = self.calibration.moved(g, method=method)
         log_calibration(self.log, self.calibration, self.board, note)
         self.reference = warped
         log_reference(self.log, warped, "carried over after the camera moved")

@@ -12,7 +12,7 @@ import cv2
 import numpy as np
 
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.calibration import Calibration, Hump
 
 
 @dataclass(frozen=True)
@@ -53,13 +53,23 @@ class Camera:
             norm = distort_normalized(norm, self.dist)
         return norm * np.array([self.k[0, 0], self.k[1, 1]]) + self.k[:2, 2]
 
-    def calibration(self) -> Calibration:
-        """The exact Calibration this camera implies (method 'truth')."""
+    @property
+    def up(self) -> np.ndarray:
+        """The image of a 1 mm step up from the board (homogeneous, on the scale of ``homography``)."""
+        h = self.k @ np.column_stack([self.r[:, 0], self.r[:, 1], self.t])
+        return self.k @ self.r[:, 2] / h[2, 2]
+
+    def calibration(self, board: Board | None = None, bow_mm: tuple[float, float] = (0.0, 0.0)) -> Calibration:
+        """The exact Calibration this camera implies (method 'truth'), for a board with this hump
+        (along, across; knockcam.synth.scene.SceneSpec.bow_mm) if ``board`` is given."""
         distorted = self.has_distortion
+        hump = None
+        if board is not None and any(bow_mm):
+            hump = Hump(float(bow_mm[0]), float(bow_mm[1]), tuple(board.size_mm), tuple(float(v) for v in self.up))
         return Calibration(method="truth", image_size=self.image_size, homography=self.homography,
                            camera_matrix=self.k.copy() if distorted else None,
                            dist_coeffs=self.dist.copy() if distorted else None, error_mm=0.0,
-                           created="synthetic")
+                           created="synthetic", hump=hump)
 
     def to_dict(self) -> dict:
         rvec, _ = cv2.Rodrigues(self.r)

@@ -13,6 +13,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
 from knockcam.sides import SHAPES, SIDES
 from knockcam.synth import occluders as occ
 from knockcam.synth.art import BoardArt, render_board_art
@@ -82,6 +83,10 @@ class SceneSpec:
     info: dict = field(default_factory=dict)
     bow_mm: tuple[float, float] = (0.0, 0.0)  # the board is not flat: hump along its length, and across
 
+    def calibration(self, board: Board) -> Calibration:
+        """The exact calibration of this scene: its camera, and the board's hump if it has one."""
+        return self.camera.calibration(board, self.bow_mm)
+
     def surface_z(self, xy_mm, board: Board) -> np.ndarray:
         """Height (mm) of the printed face above the flat board plane at board points (N, 2); 0 at the corners."""
         pts = np.asarray(xy_mm, dtype=np.float64).reshape(-1, 2)
@@ -140,7 +145,7 @@ class Rendered:
             "board": board.name,
             "board_size_mm": list(board.size_mm),
             "camera": cam.to_dict(),
-            "calibration": cam.calibration().to_dict(board.size_mm),
+            "calibration": self.spec.calibration(board).to_dict(board.size_mm),
             "corners_px": corners.round(3).tolist(),
             "board_bow_mm": list(self.spec.bow_mm),
             "board_thickness_mm": round(self.spec.board_thickness_mm, 3),

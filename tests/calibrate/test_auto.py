@@ -24,10 +24,7 @@ needs_fixtures = pytest.mark.skipif(not (SCENES / "overhead.json").exists(), rea
 
 def _fixture(name):
     data = json.loads((SCENES / f"{name}.json").read_text())
-    c = data["calibration"]
-    k = None if c.get("camera_matrix") is None else np.array(c["camera_matrix"])
-    d = None if c.get("dist_coeffs") is None else np.array(c["dist_coeffs"])
-    truth = Calibration("truth", tuple(c["image_size"]), np.array(c["homography"]), k, d)
+    truth = Calibration.from_dict(data["calibration"])
     return cv2.imread(str(SCENES / f"{name}.jpg")), truth, data
 
 
@@ -181,3 +178,19 @@ def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
         exact = _side_support(a, b, dist)
         long_enough = np.linalg.norm(b - a, axis=1) > 20
         assert kept[p, k][long_enough & (exact >= threshold)].all()
+
+
+@needs_fixtures
+def test_a_hump_fitted_from_the_printed_lines_puts_the_tokens_back_where_they_rest(board):
+    # lens_distortion's board rises 7.5 mm along its middle (3.3 mm more across): the printed lines show
+    # it, the fit keeps it in the calibration, and bases seen on the hump are read back where they are
+    from dataclasses import replace
+
+    image, truth, data = _fixture("lens_distortion")
+    cal = calibrate_auto(image, board, truth.camera_matrix, truth.dist_coeffs)
+    assert cal.hump is not None and abs(cal.hump.along_mm - data["board_bow_mm"][0]) < 1.0
+    on_board = [t for t in data["tokens"] if t["state"] != "off_board"]
+    px = np.array([t["xy_px"] for t in on_board])
+    xy = np.array([t["xy_mm"] for t in on_board])
+    assert np.median(np.linalg.norm(cal.px_to_mm(px) - xy, axis=1)) < 0.5
+    assert np.median(np.linalg.norm(replace(cal, hump=None).px_to_mm(px) - xy, axis=1)) > 3.0

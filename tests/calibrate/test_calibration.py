@@ -28,3 +28,42 @@ def test_not_a_calibration_file_is_a_clear_error(tmp_path):
         Calibration.load(bad)
     with pytest.raises(KnockcamError, match="not found"):
         Calibration.load(tmp_path / "missing.yaml")
+
+
+def _bowed_camera(board):
+    """A synthetic camera 55 degrees off vertical, with some lens distortion, and a humped board."""
+    from knockcam.synth.camera import Camera, look_at
+
+    w, l = board.size_mm
+    centre = np.array([w / 2 + 150, -500.0, 800.0])
+    r, t = look_at(centre, np.array([w / 2, l / 2, 0.0]), np.array([0, 0, 1.0]), 0.05)
+    k = np.array([[1000.0, 0, 640], [0, 1000, 360], [0, 0, 1]])
+    return Camera(k=k, r=r, t=t, dist=np.array([-0.08, 0.01, 0, 0, 0]), image_size=(1280, 720))
+
+
+def test_a_humped_board_is_seen_where_the_camera_sees_its_face(board):
+    camera = _bowed_camera(board)
+    cal = camera.calibration(board, (6.0, 2.0))
+    rng = np.random.default_rng(3)
+    xy = np.column_stack([rng.uniform(0, 400, 200), rng.uniform(0, 915, 200)])
+    z = cal.hump.height_mm(xy)
+    assert z.max() > 6.0 and cal.hump.height_mm([[0, 0], [400, 915]]).max() == pytest.approx(0.0, abs=1e-9)
+    seen = camera.project(np.column_stack([xy, z]))
+    np.testing.assert_allclose(cal.mm_to_px(xy), seen, atol=1e-6)
+    np.testing.assert_allclose(cal.px_to_mm(seen), xy, atol=1e-3)
+    flat = camera.calibration()
+    assert np.abs(flat.px_to_mm(seen) - xy).max() > 5.0  # read as flat, the hump moves points by mm
+
+
+def test_the_hump_is_saved_and_a_broken_one_refused(tmp_path, board):
+    cal = _bowed_camera(board).calibration(board, (4.0, 1.5))
+    path = tmp_path / "humped.yaml"
+    cal.save(path, board.size_mm)
+    back = Calibration.load(path)
+    assert back.hump == cal.hump.__class__.from_dict(cal.hump.to_dict())
+    pts = np.array([[200.0, 457.5], [50.0, 700.0]])
+    np.testing.assert_allclose(back.mm_to_px(pts), cal.mm_to_px(pts), atol=1e-6)
+    text = path.read_text().replace("board_size_mm:", "board_size:")
+    path.write_text(text)
+    with pytest.raises(KnockcamError, match="not a knockcam calibration"):
+        Calibration.load(path)

@@ -130,10 +130,7 @@ FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 def load_fixture(case):
     """A committed synthetic scene: photo, empty-board frame, true calibration and truth."""
     truth = json.loads((FIXTURES / f"{case}.json").read_text())
-    c = truth["calibration"]
-    cal = Calibration(method=c["method"], image_size=tuple(c["image_size"]), homography=np.array(c["homography"]),
-                      camera_matrix=None if c["camera_matrix"] is None else np.array(c["camera_matrix"]),
-                      dist_coeffs=None if c["dist_coeffs"] is None else np.array(c["dist_coeffs"]))
+    cal = Calibration.from_dict(truth["calibration"])
     image = cv2.imread(str(FIXTURES / f"{case}.jpg"))
     reference = cv2.imread(str(FIXTURES / f"{case}_ref.jpg"))
     return image, reference, cal, truth

@@ -54,7 +54,6 @@ def test_a_synth_clip_with_a_hand_flicking_a_token_is_gated_to_one_still_frame(b
     gate waits for all of it and settles once, after the last token rests."""
     import copy
 
-    import numpy as np
     import pytest
 
     video = pytest.importorskip("knockcam.synth.video")
@@ -64,11 +63,7 @@ def test_a_synth_clip_with_a_hand_flicking_a_token_is_gated_to_one_still_frame(b
     cfg = copy.deepcopy(config())
     cfg["image_size"] = [320, 180]
     frames, truth, reference = video.make_video(board, 1, 0, cfg)
-    cal_data = truth["calibration"]
-    calibration = Calibration(method="truth", image_size=tuple(cal_data["image_size"]),
-                              homography=np.array(cal_data["homography"]),
-                              camera_matrix=None if cal_data["camera_matrix"] is None else np.array(cal_data["camera_matrix"]),
-                              dist_coeffs=None if cal_data["dist_coeffs"] is None else np.array(cal_data["dist_coeffs"]))
+    calibration = Calibration.from_dict(truth["calibration"])
     gate = MotionGate(calibration, board, (320, 180))
     settled = []
     for i, image in enumerate(frames):
