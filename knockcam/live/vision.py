@@ -32,5 +32,6 @@ class StillDetector:
         # model sees where the reference frame of this very camera shows none (model_only): the board
         # is seen again after every slide, and a phantom would be taken for a slide or keep the board
         # from ever looking clear; a token missed this way is asked about (the tracker's questions)
-        kept = [t for t in tokens if not t.unsure and (self.reference is None or t.source != "model_only")]
+        kept = [t for t in tokens if not (t.unsure and t.source in ("model", "model_only"))
+                and (self.reference is None or t.source != "model_only")]
         return seen_from_positions(assign(kept, self.board))

@@ -91,6 +91,13 @@ def test_an_unsupported_blob_with_no_upright_base_is_dropped_an_upright_one_is_k
     assert len(combine([], reference, weak=[])) == 2
 
 
+def test_a_reference_blob_in_doubt_is_dropped_alone_and_trusted_when_the_model_sees_it():
+    doubt = Token(side="green", xy_mm=(200.0, 500.0), confidence=0.9, sigma_mm=1.0, source="reference", unsure=True)
+    assert combine([], [doubt], weak=[]) == []  # stray plastic beside it and no model candidate: not a token
+    (both,) = combine([t("green", 201.0, 500.0)], [doubt], weak=[])
+    assert both.source == "both" and not both.unsure and not both.fallen  # the model confirms it: no flag
+
+
 def test_same_side_partner_is_preferred_over_a_nearer_other_colour():
     model = [t("red", 100.0, 400.0)]
     reference = [t("blue", 100.5, 400.0, source="reference"), t("red", 105.0, 400.0, source="reference")]
