@@ -193,9 +193,14 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
 def _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap):
     """Across-line offsets (px) of the printed line from where the model puts it, at every sample:
     (offsets, whether a line was found, unit across-line directions in the image, inside the image)."""
-    h_img, w_img = img.shape[:2]
     q, _ = _project(hn, bowv, pn, s1, s2)
     q2, _ = _project(hn, bowv, ahead, s1, s2)
+    return _search(img, q, q2, radius, min_contrast, gap)
+
+
+def _search(img, q, q2, radius, min_contrast, gap):
+    """``_measure`` for samples the model puts at pixels ``q``, with ``q2`` a little across their line."""
+    h_img, w_img = img.shape[:2]
     nimg = q2 - q
     nimg /= np.maximum(np.linalg.norm(nimg, axis=1, keepdims=True), 1e-9)
     step = 0.5
@@ -374,3 +379,110 @@ def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, r
     h_mm = hn @ scale
     fit = GridFit(h_mm / h_mm[2, 2], int(good.sum()), int(inside.sum()), rms, np.full(4, np.nan), bowv)
     return fit, (float(hump[0]), float(hump[1]))
+
+
+@dataclass(frozen=True)
+class LensFit:
+    """Radial lens distortion read off the printed lines, with the homography (and hump) fitted alongside it."""
+
+    homography: np.ndarray  # board mm -> undistorted pixels (the Calibration convention)
+    camera_matrix: np.ndarray  # nominal focal length max(width, height), principal point at the centre
+    dist_coeffs: np.ndarray  # (5,) OpenCV k1 k2 p1 p2 k3; only k1 is fitted
+    hump: tuple[float, float]  # (along, across) mm, as fit_grid_bowed; zeros unless ``up`` was given
+    score: float  # share of the printed-grid samples found within inlier_px of where the fit puts them
+    rms_px: float  # RMS across-line offset of those
+    k1_sigma: float  # standard error of k1
+    shift_px: float  # largest distance the lens moves a board corner (how much it matters here)
+
+
+def _lens_camera(image_size: tuple[int, int]) -> np.ndarray:
+    """A nominal camera matrix for a lens fitted without knowing the focal length: only the
+    distortion's shape in the image matters, and that is the same for any focal length chosen."""
+    w, h = image_size
+    f = float(max(w, h))
+    return np.array([[f, 0, (w - 1) / 2], [0, f, (h - 1) / 2], [0, 0, 1.0]])
+
+
+def _distort(q: np.ndarray, k1: float, cam: np.ndarray):
+    """Undistorted pixels -> distorted (radial k1); also u (normalised about the centre) and r^2."""
+    c, f = cam[:2, 2], cam[0, 0]
+    u = (q - c) / f
+    r2 = np.sum(u * u, axis=1)
+    return c + f * u * (1 + k1 * r2)[:, None], u, r2
+
+
+def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, lens: bool = True,
+             radii=(3.0, 2.0, 2.0), iterations: int = 4, inlier_px: float = 1.0) -> LensFit:
+    """Fit radial distortion k1 together with the homography on the printed grid of a photo whose
+    lens is unknown (``homography``: board mm -> pixels of ``gray``); with ``up`` (see
+    fit_grid_bowed) the board's hump too, which bends the lines in another shape. ``lens=False``
+    fits the same without the lens: the baseline a lens must beat.
+
+    The printed lines are straight on the board; a lens bends them about the image centre, which no
+    homography can follow (plumb-line calibration, with the board's own lines as the plumb lines).
+    """
+    h_img, w_img = gray.shape[:2]
+    cam = _lens_camera((w_img, h_img))
+    _, _, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
+    img = _ridge_image(gray.astype(np.float32), 1.0)
+    k1, hump = 0.0, np.zeros(2)
+
+    def model():
+        """(hump terms, image of a step up) for the current homography, zeros without ``up``."""
+        if up is None:
+            return np.zeros(6), np.zeros(3)
+        h_mm = hn @ scale
+        step = up(h_mm / h_mm[2, 2]) / h_mm[2, 2]
+        return np.concatenate([hump[0] * step, hump[1] * step]), step
+
+    def measure(radius):
+        bowv, step = model()
+        qu, hom = _project(hn, bowv, pn, s1, s2)
+        q, u, r2 = _distort(qu, k1, cam)
+        q2 = _distort(_project(hn, bowv, ahead, s1, s2)[0], k1, cam)[0]
+        return _search(img, q, q2, radius, 3.0, 1.5), (bowv, step, qu, hom, u, r2)
+
+    jac = res = wts = None
+    for radius in radii:
+        for _ in range(iterations):
+            (found, ok, nimg, _), (bowv, step, qu, hom, u, r2) = measure(radius)
+            if ok.sum() < 30:
+                break
+            res = found[ok]
+            mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
+            wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
+            n, uo, r2o = nimg[ok], u[ok], r2[ok]
+            # the across-line direction pulled back through the lens (its derivative is symmetric)
+            n_flat = (1 + k1 * r2o)[:, None] * n + 2 * k1 * uo * np.sum(n * uo, axis=1, keepdims=True)
+            cols = [_jacobian(hn, bowv, pn[ok], s1[ok], s2[ok], n_flat, False)]
+            if up is not None:
+                along = np.sum(n_flat * qu[ok], axis=1)
+                d_up = (n_flat @ step[:2] - along * step[2]) / hom[ok, 2]
+                cols += [(s1[ok] * d_up)[:, None], (s2[ok] * d_up)[:, None]]
+            if lens:
+                cols.append((cam[0, 0] * np.sum(n * uo, axis=1) * r2o)[:, None])
+            jac = np.hstack(cols)
+            delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
+            hn = hn + np.append(delta[:8], 0.0).reshape(3, 3)
+            hn = hn / hn[2, 2]
+            if up is not None:
+                hump += delta[8:10]
+            if lens:
+                k1 += float(delta[-1])
+            if np.abs(delta).max() < 1e-7:
+                break
+    (found, ok, _, inside), _ = measure(2.0)
+    good = ok & (np.abs(found) <= inlier_px)
+    rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
+    k1_sigma = float("inf")
+    if lens and jac is not None and len(res) > 16:
+        a = jac * wts[:, None]
+        dof = max(float(np.sum(wts > 0)) - jac.shape[1], 1.0)
+        k1_sigma = float(np.sqrt(max(np.linalg.pinv(a.T @ a)[-1, -1], 0.0) * np.sum((wts * res) ** 2) / dof))
+    h_mm = hn @ scale
+    h_mm = h_mm / h_mm[2, 2]
+    w, l = board.size_mm
+    corners = cv2.perspectiveTransform(np.array([[[0, 0]], [[w, 0]], [[w, l]], [[0, l]]], np.float64), h_mm).reshape(-1, 2)
+    shift = float(np.max(np.linalg.norm(_distort(corners, k1, cam)[0] - corners, axis=1)))
+    return LensFit(h_mm, cam, np.array([k1, 0.0, 0.0, 0.0, 0.0]), (float(hump[0]), float(hump[1])),
+                   float(good.sum()) / max(int(inside.sum()), 1), rms, k1_sigma, shift)

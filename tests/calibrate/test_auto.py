@@ -194,3 +194,25 @@ def test_a_hump_fitted_from_the_printed_lines_puts_the_tokens_back_where_they_re
     xy = np.array([t["xy_mm"] for t in on_board])
     assert np.median(np.linalg.norm(cal.px_to_mm(px) - xy, axis=1)) < 0.5
     assert np.median(np.linalg.norm(replace(cal, hump=None).px_to_mm(px) - xy, axis=1)) > 3.0
+
+
+@needs_fixtures
+def test_a_lens_nobody_calibrated_is_read_off_the_printed_lines(board, monkeypatch):
+    # touching_and_lines was taken through a lens with k1 = +0.07 (pincushion) that the method is not
+    # told about: a homography alone cannot follow the bent lines and misses a corner by over 3 mm;
+    # with the lens read off the printed lines the corners are within the target again
+    image, truth, _ = _fixture("touching_and_lines")
+    cal = calibrate_auto(image, board)
+    assert cal.dist_coeffs is not None and cal.dist_coeffs[0] > 0.05
+    assert "lens distortion read off the printed lines" in cal.error_source
+    err = corner_errors_mm(cal, truth, board)
+    assert np.median(err) <= 1.0 and err.max() <= 1.5
+    monkeypatch.setitem(settings_of("calibrate")["auto"], "lens_fit", False)
+    assert corner_errors_mm(calibrate_auto(image, board), truth, board).max() > 3.0
+
+
+@needs_fixtures
+def test_no_lens_is_made_up_for_a_photo_taken_without_distortion(board):
+    image, truth, _ = _fixture("all_16_tokens")
+    assert truth.dist_coeffs is None
+    assert calibrate_auto(image, board).dist_coeffs is None

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.grid import corner_spread_mm, fit_grid, fit_grid_bowed, hump_mm, template
+from knockcam.calibrate.grid import corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm, template
 from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, homography_from_points
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -107,3 +107,29 @@ def test_a_bowed_board_is_placed_by_fitting_its_hump(board):
     assert worst(bent.homography) < 1.5
     assert along == pytest.approx(5.3, abs=1.5)
     assert hump_mm(gray, flat.homography, board) > 1.5  # what makes the automatic method fit the hump
+
+
+@pytest.mark.skipif(not (SCENES / "touching_and_lines.json").exists(), reason="synth fixtures not generated")
+def test_the_lens_read_off_the_printed_lines_bends_them_as_the_true_lens_does(board):
+    # touching_and_lines: k1 = +0.071 at a focal length of 938 px, unknown to the fit. Started from a
+    # flat registration on the photo as taken, the fitted lens (at its nominal focal length) and
+    # homography put the board's points where the true camera does, which the flat fit cannot
+    from knockcam.calibrate.auto import up_px
+
+    truth = Calibration.from_dict(json.loads((SCENES / "touching_and_lines.json").read_text())["calibration"])
+    gray = cv2.cvtColor(cv2.imread(str(SCENES / "touching_and_lines.jpg")), cv2.COLOR_BGR2GRAY)
+    size = truth.image_size
+    start = fit_grid(gray, homography_from_points(board_corners_mm(board), truth.mm_to_px(board_corners_mm(board))),
+                     board, radii=(4, 2), bow=False).homography
+    up = lambda h: up_px(h, board, size)  # noqa: E731
+    flat = fit_lens(gray, start, board, lens=False)
+    lens = fit_lens(gray, start, board, up=up)
+    assert lens.dist_coeffs[0] == pytest.approx(0.071 * (lens.camera_matrix[0, 0] / 938) ** 2, rel=0.25)
+    assert abs(lens.dist_coeffs[0]) > 10 * lens.k1_sigma and lens.shift_px > 2.0
+    pts = np.array([[x, y] for x in range(0, 401, 50) for y in range(0, 916, 50)], np.float64)
+
+    def off_px(fit, k=None, d=None):
+        return np.linalg.norm(Calibration("a", size, fit.homography, k, d).mm_to_px(pts) - truth.mm_to_px(pts), axis=1)
+
+    assert off_px(lens, lens.camera_matrix, lens.dist_coeffs).max() < 0.75
+    assert off_px(flat).max() > 1.5
