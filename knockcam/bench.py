@@ -76,6 +76,7 @@ class Tally:
     unflagged_confusions: int = 0  # wrong colour on a call not left to a human
     errors_mm: list = field(default_factory=list)
     flag_reasons: dict = field(default_factory=dict)  # Position flag -> flagged tokens carrying it (one may carry several)
+    bands: dict = field(default_factory=dict)  # FLAG_BANDS value -> [flagged, unflagged, unflagged right] with that band
 
     def count_confusion(self, true_side: str, found: str) -> None:
         self.confusion[(true_side, found)] = self.confusion.get((true_side, found), 0) + 1
@@ -94,6 +95,22 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
 
 
 FLAG_REASONS = (CLOSE_CALL, FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN)  # what makes a Position ambiguous
+FLAG_BANDS = (1.0, 1.5, 2.0, 2.5, 3.0)  # close-call bands (assign.yaml ambiguity.sigmas) the trade-off table tries
+
+
+def count_bands(tally: Tally, p: Position | None, right: bool) -> None:
+    """How this token would have counted with each close-call band of FLAG_BANDS (p None: not found):
+    the same positions, flagged when the margin is under that many sigma (at least min_margin_mm)
+    or for any other reason. Shows what fewer flags would cost in unflagged calls."""
+    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    other = p is not None and bool(set(p.flags) & {FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN})
+    for k in FLAG_BANDS:
+        counts = tally.bands.setdefault(k, [0, 0, 0])
+        if p is not None and (other or p.margin_mm < max(k * p.sigma_mm, floor_mm)):
+            counts[0] += 1
+        else:
+            counts[1] += 1
+            counts[2] += right
 
 
 def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
@@ -162,6 +179,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         j = pairs.get(i)
         if j is None:
             tally.count_confusion(t.side, MISSED)
+            count_bands(tally, None, t.state == "off_board")
             if t.state == "off_board":  # not seen and off the board: out, as the rules say (S2)
                 tally.right += 1
                 tally.unflagged += 1
@@ -178,6 +196,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         tally.errors_mm.append(float(np.hypot(p.token.xy_mm[0] - t.xy_mm[0], p.token.xy_mm[1] - t.xy_mm[1])))
         right = p.token.side == t.side and p.space == t.space and (t.space is not None or p.state == t.state)
         tally.unflagged_confusions += p.token.side != t.side and not p.ambiguous
+        count_bands(tally, p, right)
         tally.right += right
         if not right:
             exact = False
@@ -339,6 +358,17 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
               "|---" * (len(FLAG_REASONS) + 1) + "|"]
     lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS) + " |"
               for t in tallies]
+    sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
+    lines += ["", f"Flags against unflagged accuracy: the same positions with other close-call bands (a call is close when "
+              f"its margin is under k sigma, at least `min_margin_mm`; the shipped k is {sigmas:g}, `ambiguity.sigmas` in "
+              "data/assign.yaml; other flags unchanged). Each cell: tokens flagged / wrong calls left unflagged (missed "
+              "tokens included) / right among unflagged.", "",
+              "| configuration | " + " | ".join(f"k = {k:g}" + (" (shipped)" if k == sigmas else "") for k in FLAG_BANDS)
+              + " |", "|---" * (len(FLAG_BANDS) + 1) + "|"]
+    for t in tallies:
+        cells = [f"{_pct(b[0], t.tokens)} / {b[1] - b[2]} / {_pct(b[2], b[1])}"
+                 for b in (t.bands.get(k, [0, 0, 0]) for k in FLAG_BANDS)]
+        lines.append(f"| {t.name} | " + " | ".join(cells) + " |")
     floor = facts.get("floor") or {}
     if floor.get("tokens"):
         n = floor["tokens"]

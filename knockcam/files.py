@@ -1,8 +1,10 @@
-"""Reading the files a user hands over (board, rounds, answers, game logs) with one-line errors."""
+"""Reading the files a user hands over (board, rounds, answers, game logs) with one-line errors, and
+writing every file knockcam makes atomically (never half-written)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -38,3 +40,23 @@ def parse_json_or_yaml(text: str, path: str | Path) -> Any:
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "syntax error"
         raise KnockcamError(f"{path}: not valid YAML: {problem}{at}") from None
+
+
+def write_atomic(path: str | Path, data: bytes | str) -> Path:
+    """Write ``data`` (text is written as UTF-8) to ``path`` through a temporary file and a rename:
+    never half-written; the folder is made if needed. A failure is a KnockcamError saying where."""
+    path = Path(path)
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_bytes(data)
+        tmp.replace(path)
+    except OSError as exc:
+        try:
+            tmp.unlink(missing_ok=True)
+        except OSError:  # the folder itself is not there, or not a folder: there is nothing to remove
+            pass
+        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
+    return path

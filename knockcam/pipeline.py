@@ -114,20 +114,6 @@ def _decoder_messages():
             messages.append(sink.read().decode("utf-8", "replace"))
 
 
-def write_atomic(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` through a temporary file and a rename: never half-written."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_bytes(data)
-        tmp.replace(path)
-    except OSError as exc:
-        tmp.unlink(missing_ok=True)
-        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
-    return path
-
-
 # --- options and the result -------------------------------------------------------------------
 def parse_order(text: str | None) -> tuple[str, ...]:
     """'red,blue,green' -> ('red', 'blue', 'green'); the rules engine checks the sides themselves (R1)."""

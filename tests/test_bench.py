@@ -122,3 +122,21 @@ def test_flags_are_counted_by_reason_and_the_floor_is_what_no_detector_escapes()
     text = report([tally], {"floor": flag_floor(truth)}, "knockcam bench --scenes 1", 1, 0, "none")
     assert "| t | 0.00% | 50.00% | 50.00% | 0.00% | 0.00% |" in text
     assert "would still flag 66.67% of these tokens: 33.33% are fallen" in text
+
+
+def test_a_narrower_close_call_band_flags_less_and_is_counted_apart():
+    # a right call 2 mm from the nearest deciding line, sigma 1 mm: close with the shipped 2.5 sigma,
+    # not with 1.5 sigma; the trade-off table counts it both ways without changing the main tally
+    from knockcam.bench import FLAG_BANDS
+
+    x, y = middle_of_a_space()
+    candidates = (assign([found_at("red", (x - d / 4, y), sigma=1.0)], BOARD)[0] for d in range(400))
+    p = next(c for c in candidates if 1.7 < c.margin_mm < 2.3)  # about 2 mm from the line that changes the call
+    assert p.ambiguous
+    near = p.token.xy_mm
+    tally = Tally("t")
+    score_scene(tally, [p], (truth_at("red", near),))
+    assert tally.flagged == 1
+    assert tally.bands[2.5] == [1, 0, 0] and tally.bands[1.5] == [0, 1, 1] and set(tally.bands) == set(FLAG_BANDS)
+    text = report([tally], {}, "knockcam bench --scenes 1", 1, 0, "none")
+    assert "k = 2.5 (shipped)" in text and "| t | 0.00% / 0 / 100.00% | 0.00% / 0 / 100.00% |" in text

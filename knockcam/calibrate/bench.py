@@ -17,6 +17,7 @@ from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm
 from knockcam.errors import KnockcamError
+from knockcam.files import write_atomic
 
 
 HELD_OUT_SEED = 2026  # knockcam.synth run for the held-out photos (the fixtures are run 4)
@@ -191,9 +192,5 @@ def run_bench(board: Board, n: int, out: Path, held_out: int = 0) -> str:
     t = time.perf_counter()
     results = run_methods(board, n, held_out)
     text = report(results, n, time.perf_counter() - t, held_out)
-    out = Path(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(out)
+    write_atomic(out, text)
     return text

@@ -16,6 +16,7 @@ import numpy as np
 import yaml
 
 from knockcam.errors import KnockcamError
+from knockcam.files import write_atomic
 
 
 @dataclass(frozen=True)
@@ -144,11 +145,7 @@ class Calibration:
 
     def save(self, path: str | Path, size_mm: tuple[float, float] | None = None) -> None:
         """Write the calibration as YAML, atomically (never a half-written file)."""
-        path = Path(path)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text(yaml.safe_dump(self.to_dict(size_mm), sort_keys=False), encoding="utf-8")
-        tmp.replace(path)
+        write_atomic(path, yaml.safe_dump(self.to_dict(size_mm), sort_keys=False))
 
     @classmethod
     def load(cls, path: str | Path) -> "Calibration":

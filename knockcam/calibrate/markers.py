@@ -21,6 +21,7 @@ from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import homography_from_points, plausible, residual_mm
 from knockcam.errors import KnockcamError
+from knockcam.files import write_atomic
 
 CARD_MM = 80.0
 CORNER_NAMES = ("near-left", "near-right", "far-right", "far-left")
@@ -157,8 +158,4 @@ def write_png_with_dpi(path: str | Path, image: np.ndarray, dpi: int) -> None:
     chunk = struct.pack(">I", 9) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
     end_ihdr = 8 + 4 + 4 + 13 + 4  # signature, IHDR length, type, data, CRC
     data = data[:end_ihdr] + chunk + data[end_ihdr:]
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)

@@ -28,7 +28,7 @@ def run(args: argparse.Namespace) -> int:
 
     from knockcam.bench import report, run as run_bench
     from knockcam.cli import invoked_as
-    from knockcam.pipeline import write_atomic
+    from knockcam.files import write_atomic
     from knockcam.board import load_board
     from knockcam.detect import AUTO, load_model
     from knockcam.detect.model import default_model_path

@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from knockcam.cli.score import print_scored
-    from knockcam.pipeline import ScoreOptions, Scorer, write_atomic
+    from knockcam.files import write_atomic
+    from knockcam.pipeline import ScoreOptions, Scorer
     from knockcam.report.evidence import write_evidence
     from knockcam.sides import SIDES
 

@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
     import cv2
 
     from knockcam.cli.score import options_from
-    from knockcam.pipeline import Scorer, write_atomic
+    from knockcam.files import write_atomic
+    from knockcam.pipeline import Scorer
     from knockcam.report.explain import explain, explain_image, parse_sides
 
     sides = parse_sides(args.token)

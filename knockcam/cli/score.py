@@ -177,7 +177,8 @@ def run_folder(folder: Path, args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from knockcam.pipeline import Scorer, write_atomic
+    from knockcam.files import write_atomic
+    from knockcam.pipeline import Scorer
     from knockcam.report.evidence import write_evidence
 
     photos = photos_in(folder)

@@ -85,7 +85,7 @@ def _bench(args: argparse.Namespace, board) -> int:
     from rich.console import Console
 
     from knockcam.cli import invoked_as
-    from knockcam.pipeline import write_atomic
+    from knockcam.files import write_atomic
     from knockcam.synth.bench import report, run_bench
     from knockcam.synth.scene import config
 

@@ -25,6 +25,7 @@ from knockcam.board.layout import Board, load_board
 from knockcam.detect.canonical import canonical_view
 from knockcam.detect.model import TokenModel, input_hw_for
 from knockcam.errors import KnockcamError
+from knockcam.files import write_atomic
 from knockcam.sides import SIDES
 
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp", ".webp")
@@ -41,12 +42,6 @@ def _ultralytics():
         raise KnockcamError("training needs ultralytics: pip install 'knockcam[train]' "
                             "(the runtime itself never needs it)") from None
     return YOLO
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def dataset_images(dataset: Path) -> list[Path]:
@@ -119,12 +114,12 @@ def prepare_dataset(dataset: Path, work_dir: Path, val_fraction: float = 0.1, va
     val, train = keyed[:n_val], keyed[n_val:]
     if not train:
         raise KnockcamError(f"{dataset}: only {len(images)} image(s); training needs at least 2")
-    _atomic_write_text(work_dir / "train.txt", "".join(f"{p}\n" for p in sorted(train)))
-    _atomic_write_text(work_dir / "val.txt", "".join(f"{p}\n" for p in sorted(val or train[:1])))
+    write_atomic(work_dir / "train.txt", "".join(f"{p}\n" for p in sorted(train)))
+    write_atomic(work_dir / "val.txt", "".join(f"{p}\n" for p in sorted(val or train[:1])))
     data = {"path": str(work_dir.resolve()), "train": str((work_dir / "train.txt").resolve()),
             "val": str((work_dir / "val.txt").resolve()), "names": dict(enumerate(SIDES))}
     path = work_dir / "data.yaml"
-    _atomic_write_text(path, yaml.safe_dump(data, sort_keys=False))
+    write_atomic(path, yaml.safe_dump(data, sort_keys=False))
     return path
 
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from knockcam.bench import load_average
 from knockcam.board.layout import load_board
+from knockcam.files import write_atomic
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, demo_video
 from knockcam.live.frames import video_source
 from knockcam.live.prompts import ScriptedPrompter
@@ -156,11 +157,7 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
         lines.append("")
     report = "\n".join(lines)
     if out is not None:
-        out = Path(out)
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.write_text(report, encoding="utf-8")
-        tmp.replace(out)
+        write_atomic(out, report)
     return report
 
 

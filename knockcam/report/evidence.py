@@ -487,7 +487,7 @@ def _grid(n: int, width: int, height: int, caption_h: int) -> tuple[int, int, in
 def write_evidence(scored, path: str | Path) -> Path:
     """Render the evidence picture and write it as PNG, atomically."""
     from knockcam.errors import KnockcamError
-    from knockcam.pipeline import write_atomic
+    from knockcam.files import write_atomic
 
     path = Path(path)
     if path.suffix.lower() != ".png":

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
+
+from knockcam.files import write_atomic
 
 
 def write_bytes(path: Path, data: bytes) -> None:
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_bytes(data)
-    tmp.replace(path)
+    write_atomic(path, data)
 
 
 def write_text(path: Path, text: str) -> None:
-    write_bytes(path, text.encode("utf-8"))
+    write_atomic(path, text)
 
 
 def write_json(path: Path, data) -> None:
