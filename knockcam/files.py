@@ -49,6 +49,9 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     if isinstance(data, str):
         data = data.encode("utf-8")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    blocker = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise KnockcamError(f"cannot write {path}: {blocker} is a file, not a folder (choose a writable place)")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(data)

@@ -17,6 +17,6 @@ def test_text_and_bytes_are_written_whole_into_a_new_folder_with_no_temporary_le
 def test_a_place_that_cannot_be_written_is_a_clear_error_and_nothing_changes(tmp_path):
     blocker = tmp_path / "not_a_folder"
     blocker.write_text("x")
-    with pytest.raises(KnockcamError, match="cannot write .*not_a_folder/out.png.*choose a writable place"):
+    with pytest.raises(KnockcamError, match="cannot write .*not_a_folder/out.png: .*not_a_folder is a file, not a folder"):
         write_atomic(blocker / "out.png", b"data")
     assert blocker.read_text() == "x"
