@@ -59,8 +59,9 @@ def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
     no lens model then) is told so, rather than left for the automatic method to read off the lines."""
     if truth.camera_matrix is not None and truth.dist_coeffs is not None:
         return truth.camera_matrix, truth.dist_coeffs
-    w, h = truth.image_size
-    return np.array([[w, 0, (w - 1) / 2], [0, w, (h - 1) / 2], [0, 0, 1.0]]), np.zeros(5)
+    from knockcam.calibrate.grid import nominal_camera
+
+    return nominal_camera(truth.image_size), np.zeros(5)
 
 
 def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:

@@ -395,9 +395,10 @@ class LensFit:
     shift_px: float  # largest distance the lens moves a board corner (how much it matters here)
 
 
-def _lens_camera(image_size: tuple[int, int]) -> np.ndarray:
-    """A nominal camera matrix for a lens fitted without knowing the focal length: only the
-    distortion's shape in the image matters, and that is the same for any focal length chosen."""
+def nominal_camera(image_size: tuple[int, int]) -> np.ndarray:
+    """A camera matrix for a lens whose focal length is not known: focal length max(width, height),
+    principal point at the centre. For a lens fitted to it only the distortion's shape in the image
+    matters, and that is the same for any focal length chosen."""
     w, h = image_size
     f = float(max(w, h))
     return np.array([[f, 0, (w - 1) / 2], [0, f, (h - 1) / 2], [0, 0, 1.0]])
@@ -422,7 +423,7 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
     homography can follow (plumb-line calibration, with the board's own lines as the plumb lines).
     """
     h_img, w_img = gray.shape[:2]
-    cam = _lens_camera((w_img, h_img))
+    cam = nominal_camera((w_img, h_img))
     _, _, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     img = _ridge_image(gray.astype(np.float32), 1.0)
     k1, hump = 0.0, np.zeros(2)
