@@ -47,15 +47,22 @@ class CameraWatch:
         matches = cv2.BFMatcher(cv2.NORM_HAMMING, crossCheck=True).match(self.desc, desc)
         if len(matches) < 20:
             return MotionCheck(True, float("inf"), self.calibration, "camera moved or view blocked: run calibrate again")
-        src = self.kp[[m.queryIdx for m in matches]]
-        dst = kp[[m.trainIdx for m in matches]]
+        # the motion between undistorted pixels, where the calibration's homography lives (a lens
+        # bends a bumped camera's motion: in the photo as taken it is no homography)
+        src = self._undistorted(self.kp[[m.queryIdx for m in matches]])
+        dst = self._undistorted(kp[[m.trainIdx for m in matches]])
         g, inl = cv2.findHomography(src, dst, cv2.USAC_MAGSAC, 2.0)
         if g is None or inl is None or inl.sum() < 15:
             return MotionCheck(True, float("inf"), self.calibration, "camera moved a lot: run calibrate again")
-        corners = self.calibration.mm_to_px(board_corners_mm(self.board))
-        now = cv2.perspectiveTransform(corners.reshape(-1, 1, 2), g).reshape(-1, 2)
-        shift = float(np.linalg.norm(self.calibration.px_to_mm(now) - board_corners_mm(self.board), axis=1).max())
+        new = self.calibration.moved(g, method=self.calibration.method + "+tracked")
+        corners = board_corners_mm(self.board)
+        shift = float(np.linalg.norm(self.calibration.px_to_mm(new.mm_to_px(corners)) - corners, axis=1).max())
         if shift <= self.limit:
             return MotionCheck(False, shift, self.calibration, "camera still")
-        new = self.calibration.moved(g, method=self.calibration.method + "+tracked")
         return MotionCheck(True, shift, new, f"camera moved {shift:.1f} mm at the board corners: re-registered")
+
+    def _undistorted(self, points: np.ndarray) -> np.ndarray:
+        k, d = self.calibration.camera_matrix, self.calibration.dist_coeffs
+        if k is None or d is None:
+            return points
+        return cv2.undistortPoints(points.reshape(-1, 1, 2).astype(np.float64), k, d, P=k).reshape(-1, 2)

@@ -18,3 +18,27 @@ def test_still_camera_then_moved_camera(scene, board):
     assert result.moved and result.shift_mm > 2.0
     truth_moved = Calibration("truth", scene.truth.image_size, np.vstack([shift, [0, 0, 1]]) @ scene.truth.homography)
     assert corner_errors_mm(result.calibration, truth_moved, board).max() < 1.5
+
+
+def test_a_moved_camera_with_a_lens_is_re_registered_between_undistorted_pixels(scene, board):
+    # through a k1 = -0.25 lens a bumped camera's motion is no homography in the photo as taken;
+    # measured between undistorted pixels, where the calibration's homography lives, it is
+    from knockcam.calibrate.grid import nominal_camera
+
+    h, w = scene.image.shape[:2]
+    k, d = nominal_camera((w, h)), np.array([-0.25, 0.0, 0.0, 0.0, 0.0])
+    ys, xs = np.mgrid[0:h, 0:w].astype(np.float32)
+    src = cv2.undistortPoints(np.stack([xs.ravel(), ys.ravel()], 1).reshape(-1, 1, 2), k, d, P=k).reshape(h, w, 2)
+
+    def through_lens(img):
+        return cv2.remap(img, src[..., 0], src[..., 1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
+
+    shift = np.array([[1, 0, 14.0], [0, 1, -9.0], [0, 0, 1]])
+    before = through_lens(scene.image)
+    after = through_lens(cv2.warpPerspective(scene.image, shift, (w, h), borderMode=cv2.BORDER_REFLECT))
+    watch = CameraWatch(before, Calibration("truth", (w, h), scene.truth.homography, k, d), board)
+    assert not watch.check(before).moved
+    result = watch.check(after)
+    assert result.moved
+    truth_moved = Calibration("truth", (w, h), shift @ scene.truth.homography, k, d)
+    assert corner_errors_mm(result.calibration, truth_moved, board).max() < 0.75  # 1.98 mm in the photo's pixels
