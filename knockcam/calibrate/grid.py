@@ -25,6 +25,7 @@ import cv2
 import numpy as np
 
 from knockcam.board.layout import Board
+from knockcam.calibrate.quality import board_corners_mm
 
 _TEMPLATES: dict = {}
 
@@ -343,42 +344,9 @@ def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, r
     then has two unknowns only, which the printed lines determine well, unlike a free hump.
     Returns the fit (its homography is the flat board plane's) and (by, bx) in mm.
     """
-    _, _, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
-    img = _ridge_image(gray.astype(np.float32), 1.0)
-    hump = np.zeros(2)
-
-    def model():
-        h_mm = hn @ scale
-        step = up(h_mm / h_mm[2, 2]) / h_mm[2, 2]
-        return step, np.concatenate([hump[0] * step, hump[1] * step])
-
-    for radius in radii:
-        for _ in range(iterations):
-            step, bowv = model()
-            found, ok, nimg, _ = _measure(img, hn, bowv, pn, ahead, s1, s2, radius, 3.0, 1.5)
-            if ok.sum() < 30:
-                break
-            res = found[ok]
-            mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
-            wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
-            _, hom = _project(hn, bowv, pn[ok], s1[ok], s2[ok])
-            along = nimg[ok, 0] * hom[:, 0] / hom[:, 2] + nimg[ok, 1] * hom[:, 1] / hom[:, 2]
-            d_up = (nimg[ok, 0] * step[0] + nimg[ok, 1] * step[1] - along * step[2]) / hom[:, 2]
-            jac = np.column_stack([_jacobian(hn, bowv, pn[ok], s1[ok], s2[ok], nimg[ok], False),
-                                   s1[ok] * d_up, s2[ok] * d_up])
-            delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
-            hn = hn + np.append(delta[:8], 0.0).reshape(3, 3)
-            hn = hn / hn[2, 2]
-            hump += delta[8:]
-            if np.abs(delta).max() < 1e-6:
-                break
-    _, bowv = model()
-    found, ok, _, inside = _measure(img, hn, bowv, pn, ahead, s1, s2, 2.0, 3.0, 1.5)
-    good = ok & (np.abs(found) <= inlier_px)
-    rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
-    h_mm = hn @ scale
-    fit = GridFit(h_mm / h_mm[2, 2], int(good.sum()), int(inside.sum()), rms, np.full(4, np.nan), bowv)
-    return fit, (float(hump[0]), float(hump[1]))
+    bent = _fit_bent(gray, homography, board, up, False, radii, iterations, inlier_px, tol=1e-6)
+    fit = GridFit(bent.homography, int(bent.good.sum()), bent.inside, bent.rms_px, np.full(4, np.nan), bent.bow)
+    return fit, bent.hump
 
 
 @dataclass(frozen=True)
@@ -422,6 +390,32 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
     The printed lines are straight on the board; a lens bends them about the image centre, which no
     homography can follow (plumb-line calibration, with the board's own lines as the plumb lines).
     """
+    bent = _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol=1e-7)
+    corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), bent.homography).reshape(-1, 2)
+    shift = float(np.max(np.linalg.norm(_distort(corners, bent.k1, bent.camera)[0] - corners, axis=1)))
+    return LensFit(bent.homography, bent.camera, np.array([bent.k1, 0.0, 0.0, 0.0, 0.0]), bent.hump,
+                   float(bent.good.sum()) / max(bent.inside, 1), bent.rms_px, bent.k1_sigma, shift)
+
+
+class _Bent(NamedTuple):
+    """What ``_fit_bent`` found: the flat plane's homography (board mm -> undistorted pixels), the
+    hump, the lens, and how the printed lines sit about them at the end."""
+
+    homography: np.ndarray
+    hump: tuple[float, float]
+    bow: np.ndarray  # (6,) the hump terms of the homogeneous projection (see _project)
+    k1: float
+    camera: np.ndarray
+    good: np.ndarray  # samples whose line was found within inlier_px
+    inside: int  # samples inside the image
+    rms_px: float
+    k1_sigma: float
+
+
+def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol) -> _Bent:
+    """Gauss-Newton on the printed lines' across-line offsets (square root of Tukey's weights): the
+    homography, with ``up`` the hump too (see fit_grid_bowed), with ``lens`` radial k1 about the
+    image centre of a nominal camera (see fit_lens)."""
     h_img, w_img = gray.shape[:2]
     cam = nominal_camera((w_img, h_img))
     _, _, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
@@ -439,9 +433,11 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
     def measure(radius):
         bowv, step = model()
         qu, hom = _project(hn, bowv, pn, s1, s2)
+        q2u = _project(hn, bowv, ahead, s1, s2)[0]
+        if not lens:  # no lens: undistorted pixels are the photo's
+            return _search(img, qu, q2u, radius, 3.0, 1.5), (bowv, step, qu, hom, None, None)
         q, u, r2 = _distort(qu, k1, cam)
-        q2 = _distort(_project(hn, bowv, ahead, s1, s2)[0], k1, cam)[0]
-        return _search(img, q, q2, radius, 3.0, 1.5), (bowv, step, qu, hom, u, r2)
+        return _search(img, q, _distort(q2u, k1, cam)[0], radius, 3.0, 1.5), (bowv, step, qu, hom, u, r2)
 
     jac = res = wts = None
     for radius in radii:
@@ -452,12 +448,15 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
             res = found[ok]
             mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
             wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
-            n, uo, r2o = nimg[ok], u[ok], r2[ok]
-            # the across-line direction pulled back through the lens (its derivative is symmetric)
-            n_flat = (1 + k1 * r2o)[:, None] * n + 2 * k1 * uo * np.sum(n * uo, axis=1, keepdims=True)
+            n = nimg[ok]
+            if lens:  # the across-line direction pulled back through the lens (its derivative is symmetric)
+                uo, r2o = u[ok], r2[ok]
+                n_flat = (1 + k1 * r2o)[:, None] * n + 2 * k1 * uo * np.sum(n * uo, axis=1, keepdims=True)
+            else:
+                n_flat = n
             cols = [_jacobian(hn, bowv, pn[ok], s1[ok], s2[ok], n_flat, False)]
             if up is not None:
-                along = np.sum(n_flat * qu[ok], axis=1)
+                along = np.sum(n_flat * (hom[ok, :2] / hom[ok, 2:3]), axis=1)
                 d_up = (n_flat @ step[:2] - along * step[2]) / hom[ok, 2]
                 cols += [(s1[ok] * d_up)[:, None], (s2[ok] * d_up)[:, None]]
             if lens:
@@ -470,9 +469,9 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
                 hump += delta[8:10]
             if lens:
                 k1 += float(delta[-1])
-            if np.abs(delta).max() < 1e-7:
+            if np.abs(delta).max() < tol:
                 break
-    (found, ok, _, inside), _ = measure(2.0)
+    (found, ok, _, inside), (bowv, *_) = measure(2.0)
     good = ok & (np.abs(found) <= inlier_px)
     rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
     k1_sigma = float("inf")
@@ -481,9 +480,5 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
         dof = max(float(np.sum(wts > 0)) - jac.shape[1], 1.0)
         k1_sigma = float(np.sqrt(max(np.linalg.pinv(a.T @ a)[-1, -1], 0.0) * np.sum((wts * res) ** 2) / dof))
     h_mm = hn @ scale
-    h_mm = h_mm / h_mm[2, 2]
-    w, l = board.size_mm
-    corners = cv2.perspectiveTransform(np.array([[[0, 0]], [[w, 0]], [[w, l]], [[0, l]]], np.float64), h_mm).reshape(-1, 2)
-    shift = float(np.max(np.linalg.norm(_distort(corners, k1, cam)[0] - corners, axis=1)))
-    return LensFit(h_mm, cam, np.array([k1, 0.0, 0.0, 0.0, 0.0]), (float(hump[0]), float(hump[1])),
-                   float(good.sum()) / max(int(inside.sum()), 1), rms, k1_sigma, shift)
+    return _Bent(h_mm / h_mm[2, 2], (float(hump[0]), float(hump[1])), bowv, k1, cam, good, int(inside.sum()), rms,
+                 k1_sigma)
