@@ -215,3 +215,35 @@ def test_bad_inputs_are_clear_errors(board):
     with pytest.raises(KnockcamError, match="calibrate"):
         small = image[:360, :640].copy()
         ref.detect_reference(small, small, cal, board)
+
+
+def _classes(photo_bgr, reference_bgr, measured=True):
+    cfg = settings.load("reference")
+    photo = np.full((4, 4, 3), photo_bgr, np.uint8)
+    reference = np.full((4, 4, 3), reference_bgr, np.float32)
+    return ref.colour_classes(photo, np.ones(3, np.float32), cfg, reference, np.full((4, 4), measured))[0, 0]
+
+
+def test_washed_out_plastic_on_paper_is_plastic_but_a_shadow_is_not():
+    paper = (200, 200, 200)
+    pale_yellow = (150, 200, 205)  # saturation 0.27: under yellow's min_saturation
+    assert _classes(pale_yellow, paper) == SIDES.index("yellow")
+    assert ref.colour_classes(np.full((4, 4, 3), pale_yellow, np.uint8), np.ones(3, np.float32),
+                              settings.load("reference"))[0, 0] == -1  # without the board's colour: not plastic
+    assert _classes((120, 120, 120), paper) == -1  # a shadow on the paper
+    tinted = (180, 200, 190)
+    assert _classes((108, 120, 114), tinted) == -1  # a shadow on tinted print: a scale keeps the saturation
+    # where the reference is clipped its tint is unknown: a shadow revealing it is no plastic
+    assert _classes((140, 185, 150), (235, 255, 250), measured=False) == -1
+
+
+def test_small_changes_against_a_clipped_reference_are_not_token_pixels():
+    cfg = settings.load("reference")
+    orange = np.full((4, 4, 3), (60, 150, 255), np.uint8)  # red channel clipped
+    darker = np.full((4, 4, 3), (48, 128, 252), np.uint8)  # a little less light: the clipped channel stays
+    changed, strong, _ = ref.changed_pixels(darker, orange.astype(np.float32), cfg)
+    classes = ref.colour_classes(darker, np.ones(3, np.float32), cfg)
+    assert changed.all() and not strong.any() and (classes >= 0).all()  # a plastic-coloured change ...
+    measured = ref.measured_colour(orange, cfg)
+    assert not ref.token_mask(changed, strong, classes, measured).any()  # ... against a clipped reference
+    assert ref.token_mask(changed, strong, classes, ~measured).all()
