@@ -188,9 +188,12 @@ def colour_classes(image: np.ndarray, gains: np.ndarray, cfg: dict, reference: n
     lit = val >= float(ccfg["min_value"])
     pale = np.zeros(image.shape[:2], bool)
     if reference is not None:
-        pale = (sat - _hsv(reference, gains)[1] >= float(ccfg["washed_rise"])) & (sat >= float(ccfg["washed_saturation"]))
+        # the board's saturation is needed only where the photo is pale-plastic coloured: computed there alone
+        maybe = lit & (sat >= float(ccfg["washed_saturation"])) & (sat < max(ccfg["min_saturation"].values()))
         if measured is not None:
-            pale &= measured
+            maybe &= measured
+        ys, xs = np.nonzero(maybe)
+        pale[ys, xs] = sat[ys, xs] - _saturation(reference[ys, xs], gains) >= float(ccfg["washed_rise"])
     out = np.full(image.shape[:2], -1, np.int8)
     for index, side in enumerate(SIDES):
         inside = np.zeros(image.shape[:2], bool)
@@ -200,9 +203,17 @@ def colour_classes(image: np.ndarray, gains: np.ndarray, cfg: dict, reference: n
     return out
 
 
+def _saturation(pixels: np.ndarray, gains: np.ndarray) -> np.ndarray:
+    """HSV saturation (0..1) of (N, 3) BGR pixels after white balance on the paper, as ``_hsv`` computes it."""
+    b, g, r = (np.floor(np.clip(pixels[:, i].astype(np.float32) * gains[i], 0, 255)) for i in range(3))
+    top, bottom = np.maximum(np.maximum(b, g), r), np.minimum(np.minimum(b, g), r)
+    return np.round(255 * (top - bottom) / np.maximum(top, 1)) / 255.0
+
+
 def measured_colour(reference: np.ndarray, cfg: dict) -> np.ndarray:
     """Where the reference frame's colour is known: no channel near 255 (clipped, the true colour is unknown)."""
-    return reference.max(axis=2) < float(cfg["colour"]["clipped_dn"])
+    b, g, r = cv2.split(reference)
+    return cv2.max(cv2.max(b, g), r) < float(cfg["colour"]["clipped_dn"])
 
 
 def changed_pixels(image: np.ndarray, matched_ref: np.ndarray, cfg: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
