@@ -385,7 +385,7 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
     """Fit radial distortion k1 together with the homography on the printed grid of a photo whose
     lens is unknown (``homography``: board mm -> pixels of ``gray``); with ``up`` (see
     fit_grid_bowed) the board's hump too, which bends the lines in another shape. ``lens=False``
-    fits the same without the lens: the baseline a lens must beat.
+    fits the same without the lens (to compare: how much the lens explains).
 
     The printed lines are straight on the board; a lens bends them about the image centre, which no
     homography can follow (plumb-line calibration, with the board's own lines as the plumb lines).
