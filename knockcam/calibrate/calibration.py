@@ -83,6 +83,18 @@ class Calibration:
             px = px.reshape(-1, 2)
         return px
 
+    def view_maps(self, view, grid_px: int = 8) -> tuple[np.ndarray, np.ndarray]:
+        """``cv2.remap`` maps from a top-down raster of the board (``view``: a TopDown) to this photo's
+        pixels, lens and hump included: computed every ``grid_px`` raster pixels and interpolated
+        between (the lens and the hump bend slowly; every pixel exactly costs ~75 ms)."""
+        w, h = view.size
+        gw, gh = w // grid_px + 2, h // grid_px + 2
+        gy, gx = np.mgrid[0:gh, 0:gw].astype(np.float64) * grid_px
+        px = self.mm_to_px(view.to_mm(np.stack([gx.ravel(), gy.ravel()], axis=1))).astype(np.float32)
+        px = px.reshape(gh, gw, 2)
+        mx, my = np.meshgrid(np.arange(w, dtype=np.float32) / grid_px, np.arange(h, dtype=np.float32) / grid_px)
+        return cv2.remap(px[..., 0], mx, my, cv2.INTER_LINEAR), cv2.remap(px[..., 1], mx, my, cv2.INTER_LINEAR)
+
     def px_to_mm(self, points_px) -> np.ndarray:
         """(N, 2) image pixels -> (N, 2) board millimetres."""
         pts = np.asarray(points_px, dtype=np.float64).reshape(-1, 1, 2)

@@ -110,15 +110,7 @@ def make_warp(calibration: Calibration, board: Board, cfg: dict | None = None) -
     cfg = cfg or settings.load("reference")
     wcfg = cfg["warp"]
     view = TopDown(board, px_per_mm=float(wcfg["px_per_mm"]), margin_mm=float(wcfg["margin_mm"]))
-    w, h = view.size
-    step = int(wcfg["grid_px"])
-    gw, gh = w // step + 2, h // step + 2
-    gy, gx = np.mgrid[0:gh, 0:gw].astype(np.float64) * step
-    mm = view.to_mm(np.stack([gx.ravel(), gy.ravel()], axis=1))
-    px = calibration.mm_to_px(mm).astype(np.float32).reshape(gh, gw, 2)
-    mx, my = np.meshgrid(np.arange(w, dtype=np.float32) / step, np.arange(h, dtype=np.float32) / step)
-    map_x = cv2.remap(px[..., 0], mx, my, cv2.INTER_LINEAR)
-    map_y = cv2.remap(px[..., 1], mx, my, cv2.INTER_LINEAR)
+    map_x, map_y = calibration.view_maps(view, int(wcfg["grid_px"]))
     iw, ih = calibration.image_size
     valid = (map_x >= 0) & (map_y >= 0) & (map_x <= iw - 1) & (map_y <= ih - 1)
     return Warp(view=view, map_x=map_x, map_y=map_y, valid=valid)

@@ -67,3 +67,23 @@ def test_the_hump_is_saved_and_a_broken_one_refused(tmp_path, board):
     path.write_text(text)
     with pytest.raises(KnockcamError, match="not a knockcam calibration"):
         Calibration.load(path)
+
+
+def test_view_maps_sample_the_photo_where_each_raster_pixel_is_seen(board):
+    """The interpolated maps agree with projecting every raster pixel, lens and hump included."""
+    from knockcam.board.topdown import TopDown
+    from knockcam.synth.camera import Camera, look_at
+
+    w, l = board.size_mm
+    r, t = look_at(np.array([w / 2 - 150, -500.0, 800.0]), np.array([w / 2, l / 2, 0.0]), np.array([0, 0, 1.0]), 0.1)
+    k = np.array([[900.0, 0, 650], [0, 900, 350], [0, 0, 1]])
+    camera = Camera(k=k, r=r, t=t, dist=np.array([-0.2, 0.05, 0.001, 0, 0]), image_size=(1280, 720))
+    calibration = camera.calibration(board, (6.0, 2.0))
+    view = TopDown(board, px_per_mm=0.5, margin_mm=30)
+    map_x, map_y = calibration.view_maps(view, grid_px=4)
+    vw, vh = view.size
+    v, u = np.mgrid[0:vh, 0:vw].astype(np.float64)
+    exact = calibration.mm_to_px(view.to_mm(np.column_stack([u.ravel(), v.ravel()])))
+    assert map_x.shape == (vh, vw)
+    off = np.hypot(map_x.ravel() - exact[:, 0], map_y.ravel() - exact[:, 1])
+    assert off.max() < 0.1  # photo px
