@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import cv2
 import numpy as np
 
 from knockcam import settings
 from knockcam.board.geometry import OFF_BOARD, coverage
 from knockcam.board.layout import Board
-from knockcam.detect.tokens import Token
+from knockcam.detect.tokens import HiddenArea, Token
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
 
@@ -133,3 +134,36 @@ def _extras(tokens, per_side: int) -> set[int]:
 def side_counts(positions: list[Position]) -> dict[str, int]:
     """How many tokens of each side were seen (for the R2 sanity check in reports)."""
     return {side: sum(1 for p in positions if p.token.side == side) for side in SIDES}
+
+
+def hidden_spaces(areas: tuple[HiddenArea, ...] | list[HiddenArea], board: Board) -> tuple[str, ...]:
+    """The spaces a hidden area covers enough of (``hidden.min_space_share`` of the space, data/assign.yaml)
+    for a token resting there to be under it: the ones a human must look at. In board-file order."""
+    if not areas:
+        return ()
+    scale = 1.0  # raster px per mm
+    labels = _space_raster(board, scale)
+    covered = np.zeros(labels.shape, np.uint8)
+    for area in areas:
+        cv2.fillPoly(covered, [np.round(np.asarray(area.outline_mm) * scale).astype(np.int32)], 1)
+    n = len(board.spaces)
+    inside = np.bincount(labels[covered > 0].ravel(), minlength=n + 1)[1:]
+    whole = np.bincount(labels.ravel(), minlength=n + 1)[1:]
+    share = float(settings.load("assign")["hidden"]["min_space_share"])
+    return tuple(space.id for space, a, b in zip(board.spaces, inside, whole) if b and a >= share * b)
+
+
+def near_hidden(xy_mm, areas: tuple[HiddenArea, ...] | list[HiddenArea], within_mm: float) -> bool:
+    """Whether a board point lies in a hidden area or within ``within_mm`` of one."""
+    point = (float(xy_mm[0]), float(xy_mm[1]))
+    return any(cv2.pointPolygonTest(np.asarray(a.outline_mm, np.float32).reshape(-1, 1, 2), point, True) >= -within_mm
+               for a in areas)
+
+
+def _space_raster(board: Board, scale: float) -> np.ndarray:
+    """The board at ``scale`` px/mm, each pixel labelled with its space's index + 1 (0: no space)."""
+    w, length = board.size_mm
+    labels = np.zeros((int(np.ceil(length * scale)) + 1, int(np.ceil(w * scale)) + 1), np.int32)
+    for i, space in enumerate(board.spaces):
+        cv2.fillPoly(labels, [np.round(np.asarray(space.polygon) * scale).astype(np.int32)], i + 1)
+    return labels

@@ -19,10 +19,12 @@ import cv2
 import numpy as np
 
 from knockcam import settings
-from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, UNSURE, Position, assign
+from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, UNSURE, Position, assign, hidden_spaces,
+                             near_hidden)
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.tokens import HiddenArea
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
 
@@ -95,18 +97,20 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
 
 
 FLAG_REASONS = (CLOSE_CALL, FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN)  # what makes a Position ambiguous
+HIDDEN = "hidden area"  # a token not found, under a part of the board the photo reports covered: a human looks there
 FLAG_BANDS = (1.0, 1.5, 2.0, 2.5, 3.0)  # close-call bands (assign.yaml ambiguity.sigmas) the trade-off table tries
 
 
-def count_bands(tally: Tally, p: Position | None, right: bool) -> None:
-    """How this token would have counted with each close-call band of FLAG_BANDS (p None: not found):
-    the same positions, flagged when the margin is under that many sigma (at least min_margin_mm)
-    or for any other reason. Shows what fewer flags would cost in unflagged calls."""
+def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = False) -> None:
+    """How this token would have counted with each close-call band of FLAG_BANDS (p None: not found;
+    ``flagged``: flagged whatever the band, e.g. not found under a hidden area): the same positions,
+    flagged when the margin is under that many sigma (at least min_margin_mm) or for any other
+    reason. Shows what fewer flags would cost in unflagged calls."""
     floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
     other = p is not None and bool(set(p.flags) & {FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN})
     for k in FLAG_BANDS:
         counts = tally.bands.setdefault(k, [0, 0, 0])
-        if p is not None and (other or p.margin_mm < max(k * p.sigma_mm, floor_mm)):
+        if flagged or (p is not None and (other or p.margin_mm < max(k * p.sigma_mm, floor_mm))):
             counts[0] += 1
         else:
             counts[1] += 1
@@ -170,16 +174,22 @@ def miss_cause(token: TrueToken) -> str:
     return "fallen" if token.fallen else "in view"
 
 
-def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...]) -> None:
-    """Add one scene's result to the tally."""
+def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...], board: Board | None = None,
+                hidden: tuple[HiddenArea, ...] = ()) -> None:
+    """Add one scene's result to the tally. A token not found counts as flagged when the photo reports
+    the board covered where it rests (``hidden``: its space is among ``hidden_spaces``, or its base
+    touches a hidden area): the human is sent to look there."""
     pairs = match(found, truth)
+    covered = hidden_spaces(hidden, board) if hidden and board is not None else ()
+    reach = board.token.base_diameter_mm / 2 if board is not None else 0.0
     exact = sound = True
     for i, t in enumerate(truth):
         tally.tokens += 1
         j = pairs.get(i)
         if j is None:
             tally.count_confusion(t.side, MISSED)
-            count_bands(tally, None, t.state == "off_board")
+            under = bool(hidden) and t.state != "off_board" and (t.space in covered or near_hidden(t.xy_mm, hidden, reach))
+            count_bands(tally, None, t.state == "off_board", flagged=under)
             if t.state == "off_board":  # not seen and off the board: out, as the rules say (S2)
                 tally.right += 1
                 tally.unflagged += 1
@@ -188,8 +198,13 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
                 tally.missed += 1
                 cause = miss_cause(t)
                 tally.missed_by_cause[cause] = tally.missed_by_cause.get(cause, 0) + 1
-                tally.unflagged += 1
-                exact = sound = False
+                exact = False
+                if under:
+                    tally.flagged += 1
+                    tally.flag_reasons[HIDDEN] = tally.flag_reasons.get(HIDDEN, 0) + 1
+                else:
+                    tally.unflagged += 1
+                    sound = False
             continue
         p = found[j]
         tally.count_confusion(t.side, p.token.side)
@@ -250,7 +265,7 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     long run leaves partial results behind.
     """
     from knockcam.calibrate import calibrate
-    from knockcam.detect import detect_tokens
+    from knockcam.detect import detect
 
     if seed_start < 0 or seed_start + scenes > HELD_OUT_LIMIT:
         raise KnockcamError(f"benchmark seeds must stay below {HELD_OUT_LIMIT} (training uses the rest): "
@@ -277,12 +292,12 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                 score_scene(tally, [], scene.tokens)
                 continue
             t0, c0 = time.perf_counter(), time.process_time()
-            tokens = detect_tokens(scene.image, cal, board, reference=scene.reference if c.reference else None,
-                                   model=model if c.model else None)
-            positions = assign(tokens, board)
+            found = detect(scene.image, cal, board, reference=scene.reference if c.reference else None,
+                           model=model if c.model else None)
+            positions = assign(found.tokens, board)
             tally.ms.append((time.perf_counter() - t0) * 1000)
             tally.cpu_ms.append((time.process_time() - c0) * 1000)
-            score_scene(tally, positions, scene.tokens)
+            score_scene(tally, positions, scene.tokens, board, found.hidden)
         if progress:
             progress(n + 1)
         if checkpoint and (n + 1) % checkpoint_every == 0 and n + 1 < scenes:
@@ -354,10 +369,10 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     lines += [f"| {t.name} | " + " | ".join(str(t.missed_by_cause.get(c, 0)) for c in MISS_CAUSES) + " |"
               for t in tallies]
     lines += ["", "Why tokens were flagged (share of all tokens; a token may have several reasons):", "",
-              "| configuration | " + " | ".join(r.replace("_", " ") for r in FLAG_REASONS) + " |",
-              "|---" * (len(FLAG_REASONS) + 1) + "|"]
-    lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS) + " |"
-              for t in tallies]
+              "| configuration | " + " | ".join(r.replace("_", " ") for r in FLAG_REASONS + (HIDDEN,)) + " |",
+              "|---" * (len(FLAG_REASONS) + 2) + "|"]
+    lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS + (HIDDEN,))
+              + " |" for t in tallies]
     sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
     lines += ["", f"Flags against unflagged accuracy: the same positions with other close-call bands (a call is close when "
               f"its margin is under k sigma, at least `min_margin_mm`; the shipped k is {sigmas:g}, `ambiguity.sigmas` in "

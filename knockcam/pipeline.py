@@ -22,7 +22,7 @@ import numpy as np
 from knockcam.assign import EXTRA_TOKEN, Position
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect.tokens import Token
+from knockcam.detect.tokens import Detection, HiddenArea, Token
 from knockcam.errors import KnockcamError
 from knockcam.rules.money import POT_START
 from knockcam.sides import SIDES
@@ -39,7 +39,8 @@ _SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"BM",
 _DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error|libpng error|not a jpeg|truncat)",
                                  re.IGNORECASE)
 
-Detector = Callable[[np.ndarray, Calibration, Board, "np.ndarray | None"], Sequence[Token]]
+# A detector gives a Detection (tokens and hidden areas) or just the tokens.
+Detector = Callable[[np.ndarray, Calibration, Board, "np.ndarray | None"], "Detection | Sequence[Token]"]
 
 
 # --- the photo --------------------------------------------------------------------------------
@@ -158,6 +159,13 @@ class ScoredPhoto:
     left_out: tuple[tuple[int, str], ...] = ()  # (position index, why) for tokens not scored in the round
     close_calls: tuple[CloseCall, ...] = ()
     timings_ms: dict = field(default_factory=dict)
+    hidden: tuple[HiddenArea, ...] = ()  # parts of the board something else covers: a token there may not be seen
+
+    def hidden_spaces(self, area: HiddenArea | None = None) -> tuple[str, ...]:
+        """The spaces under the hidden areas (or under one of them): a human must look there."""
+        from knockcam.assign import hidden_spaces
+
+        return hidden_spaces(self.hidden if area is None else (area,), self.board)
 
     @property
     def ambiguous(self) -> tuple[int, ...]:
@@ -186,17 +194,19 @@ class ScoredPhoto:
         for p in self.positions:
             full = p.to_dict()
             tokens.append({key: full[key] for key in TOKEN_KEYS})
+        hidden = [{"spaces": list(self.hidden_spaces(a)), "area_mm2": a.area_mm2,
+                   "outline_mm": [list(pt) for pt in a.outline_mm]} for a in self.hidden]
         return {"tokens": tokens, "calibration": self.calibration_dict(),
-                "round": None if self.round is None else self.round.to_dict()}
+                "round": None if self.round is None else self.round.to_dict(), "hidden": hidden}
 
 
 # --- the stages -------------------------------------------------------------------------------
 def default_detector(image: np.ndarray, calibration: Calibration, board: Board,
-                     reference: np.ndarray | None = None) -> list[Token]:
-    """The project's detectors (knockcam.detect.detect_tokens): the learned model and/or the empty frame."""
-    from knockcam.detect import detect_tokens
+                     reference: np.ndarray | None = None) -> Detection:
+    """The project's detectors (knockcam.detect.detect): the learned model and/or the empty frame."""
+    from knockcam.detect import detect
 
-    return detect_tokens(image, calibration, board, reference=reference)
+    return detect(image, calibration, board, reference=reference)
 
 
 def _automatic(calibrate, image: np.ndarray, board: Board) -> Calibration:
@@ -313,7 +323,9 @@ class Scorer:
         t1 = time.perf_counter()
         calibration = self.calibrate(image)
         t2 = time.perf_counter()
-        tokens = sort_tokens(self.detect(image, calibration, self.board, self.reference))
+        found = self.detect(image, calibration, self.board, self.reference)
+        hidden = found.hidden if isinstance(found, Detection) else ()
+        tokens = sort_tokens(found.tokens if isinstance(found, Detection) else found)
         if tokens and any(t.xy_px is None for t in tokens):
             px = calibration.mm_to_px([t.xy_mm for t in tokens])
             tokens = [t if t.xy_px is not None else replace(t, xy_px=(float(u), float(v)))
@@ -332,7 +344,7 @@ class Scorer:
         return ScoredPhoto(image_path=name, image=image, board=self.board, calibration=calibration,
                            positions=positions, detector=_detector_name(tokens, self.reference is not None),
                            order=order, round=result, left_out=left_out, close_calls=close,
-                           timings_ms={k: round(v, 1) for k, v in timings.items()})
+                           timings_ms={k: round(v, 1) for k, v in timings.items()}, hidden=hidden)
 
     def _close_calls(self, positions, result, left_out, order) -> list[CloseCall]:
         """For each close call in the round, the payout difference if its runner-up were the call."""

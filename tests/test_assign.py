@@ -91,3 +91,21 @@ def test_to_dict_has_the_score_contract_keys(board):
     d = assign([Token("red", centre(board, "boardwalk"), 0.9)], board)[0].to_dict()
     for key in ("side", "space", "state", "coverage", "margin_mm", "xy_mm", "ambiguous", "confidence"):
         assert key in d
+
+
+def test_the_spaces_under_a_hidden_area_are_the_ones_it_covers_enough_of(board):
+    from knockcam.assign import hidden_spaces, near_hidden
+    from knockcam.detect.tokens import HiddenArea
+
+    space = next(s for s in board.spaces if s.kind == "property")
+    xs, ys = [p[0] for p in space.polygon], [p[1] for p in space.polygon]
+    over = HiddenArea(outline_mm=((min(xs) + 2, min(ys) + 2), (max(xs) - 2, min(ys) + 2), (max(xs) - 2, max(ys) - 2),
+                                  (min(xs) + 2, max(ys) - 2)), area_mm2=1.0)
+    assert hidden_spaces((over,), board) == (space.id,)  # its neighbours: only a sliver each, or nothing
+    corner = HiddenArea(outline_mm=((min(xs), min(ys)), (min(xs) + 3, min(ys)), (min(xs) + 3, min(ys) + 3),
+                                    (min(xs), min(ys) + 3)), area_mm2=9.0)
+    assert hidden_spaces((corner,), board) == ()  # 9 mm2 of a space is not "under" it
+    assert hidden_spaces((), board) == ()
+    inside = ((min(xs) + max(xs)) / 2, (min(ys) + max(ys)) / 2)
+    assert near_hidden(inside, (over,), 0.0) and near_hidden((max(xs) + 5, inside[1]), (over,), 12.5)
+    assert not near_hidden((max(xs) + 20, inside[1]), (over,), 12.5)

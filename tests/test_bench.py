@@ -140,3 +140,19 @@ def test_a_narrower_close_call_band_flags_less_and_is_counted_apart():
     assert tally.bands[2.5] == [1, 0, 0] and tally.bands[1.5] == [0, 1, 1] and set(tally.bands) == set(FLAG_BANDS)
     text = report([tally], {}, "knockcam bench --scenes 1", 1, 0, "none")
     assert "k = 2.5 (shipped)" in text and "| t | 0.00% / 0 / 100.00% | 0.00% / 0 / 100.00% |" in text
+
+
+def test_a_token_not_found_under_a_hidden_area_is_left_to_a_human():
+    """The photo says the board is covered there: the missed token is flagged, not a wrong call."""
+    from knockcam.detect.tokens import HiddenArea
+
+    xy = middle_of_a_space()
+    square = HiddenArea(outline_mm=((xy[0] - 30, xy[1] - 30), (xy[0] + 30, xy[1] - 30), (xy[0] + 30, xy[1] + 30),
+                                    (xy[0] - 30, xy[1] + 30)), area_mm2=3600.0)
+    elsewhere = HiddenArea(outline_mm=tuple((x, y + 300) for x, y in square.outline_mm), area_mm2=3600.0)
+    covered, missed = Tally("covered"), Tally("missed")
+    score_scene(covered, [], (truth_at("red", xy),), BOARD, (square,))
+    score_scene(missed, [], (truth_at("red", xy),), BOARD, (elsewhere,))
+    assert (covered.flagged, covered.unflagged, covered.missed, covered.scenes_sound) == (1, 0, 1, 1)
+    assert covered.flag_reasons == {"hidden area": 1} and covered.scenes_exact == 0
+    assert (missed.flagged, missed.unflagged, missed.unflagged_right, missed.scenes_sound) == (0, 1, 0, 0)

@@ -90,7 +90,7 @@ def test_to_dict_is_exactly_the_json_contract():
     s = scene()
     scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=ALL), detector=s.truth_detector())
     out = scored.to_dict()
-    assert list(out) == ["tokens", "calibration", "round"]
+    assert list(out) == ["tokens", "calibration", "round", "hidden"]
     assert len(out["tokens"]) == len(s.truth["tokens"])
     for token in out["tokens"]:
         assert tuple(token) == TOKEN_KEYS

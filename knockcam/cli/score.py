@@ -127,7 +127,7 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     """Tokens, then (with an order) the payout table of ``knockcam round``, Free Parking and the close calls."""
     from rich.console import Console
 
-    from knockcam.report.evidence import free_parking_line, stake_lines
+    from knockcam.report.evidence import free_parking_line, hidden_lines, stake_lines
     from knockcam.report.tables import round_tables
 
     console = console or Console()
@@ -150,6 +150,8 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
         console.print(f"[magenta]not in the photo: {what} token{'s' if sum(unseen.values()) > 1 else ''}, counted as out "
                       "(off the board); if one is hidden on the board (under a hand, behind a cup), move what hides it and "
                       "score again[/magenta]")
+    for line in hidden_lines(scored):
+        console.print(f"[magenta]{line}[/magenta]")
     n_close = len(scored.ambiguous)
     if n_close:
         console.print(f"[bold magenta]{n_close} call{'s' if n_close > 1 else ''} for a human: look at the evidence and "

@@ -1,10 +1,11 @@
 """Token detection: which tokens are on the table and where each base touches the board.
 
-``detect_tokens`` is the one entry point: it runs what is available -- the learned model
+``detect`` is the one entry point: it runs what is available -- the learned model
 (knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine); each token's
-uncertainty then includes the calibration's error (``with_calibration_error``). Then
-``knockcam.assign.assign(tokens, board)`` says where each one rests.
+uncertainty then includes the calibration's error (``with_calibration_error``). With the empty
+frame it also reports the parts of the board something else covers (a hand, a cup), where a
+token may not be seen. Then ``knockcam.assign.assign(tokens, board)`` says where each one rests.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
-from knockcam.detect.tokens import Token
+from knockcam.detect.tokens import Detection, HiddenArea, Token
 from knockcam.errors import KnockcamError
 
 if TYPE_CHECKING:
@@ -51,9 +52,10 @@ def load_model(model: ModelArg = AUTO) -> "TokenModel | None":
     return _LOADED[key]
 
 
-def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
-                  reference: np.ndarray | None = None, model: ModelArg = AUTO) -> list[Token]:
-    """Tokens in a photo of the board (base centres in board mm), from every detector available.
+def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
+           reference: np.ndarray | None = None, model: ModelArg = AUTO) -> Detection:
+    """Tokens in a photo of the board (base centres in board mm), from every detector available,
+    and (with ``reference``) the parts of the board something else covers.
 
     ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
@@ -62,11 +64,12 @@ def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
     learned = load_model(model)
-    found_ref = None
+    found_ref, hidden = None, ()
     if reference is not None:
-        from knockcam.detect.reference import detect_reference
+        from knockcam.detect.reference import look
 
-        found_ref = detect_reference(image, reference, calibration, board)
+        seen = look(image, reference, calibration, board)
+        found_ref, hidden = list(seen.tokens), seen.hidden
     found_model = weak = None
     if learned is not None:
         # with a reference frame, the model's weak candidates too: they vouch for reference-only blobs
@@ -86,7 +89,7 @@ def detect_tokens(image: np.ndarray, calibration: "Calibration", board: "Board",
         from knockcam.detect.reference import in_reach
 
         found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board))
-    return with_calibration_error(found, calibration)
+    return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 
 def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> list[Token]:
@@ -100,4 +103,4 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
 
 
-__all__ = ["AUTO", "Token", "detect_tokens", "load_model", "with_calibration_error"]
+__all__ = ["AUTO", "Detection", "HiddenArea", "Token", "detect", "load_model", "with_calibration_error"]

@@ -17,3 +17,20 @@ class Token:
     source: str = "model"  # model | reference | both; combine: model_only | reference_only | conflict
     fallen: bool = False
     unsure: bool = False  # the detector itself doubts that this is a token (a weak score): a human decides
+
+
+@dataclass(frozen=True)
+class HiddenArea:
+    """Part of the board covered by something that is no token (a hand, a cup, a card): a token
+    under it may not be seen at all. Found by the reference-frame detector (knockcam.detect.reference)."""
+
+    outline_mm: tuple[tuple[float, float], ...]  # polygon on the board (board mm)
+    area_mm2: float
+
+
+@dataclass(frozen=True)
+class Detection:
+    """What the detectors found in one photo: the tokens, and the parts of the board they could not see."""
+
+    tokens: tuple[Token, ...]
+    hidden: tuple[HiddenArea, ...] = ()

@@ -25,9 +25,9 @@ class StillDetector:
 
     def __call__(self, frame: Frame) -> tuple[Seen, ...]:
         from knockcam.assign import assign
-        from knockcam.detect import detect_tokens
+        from knockcam.detect import detect
 
-        tokens = detect_tokens(frame.image, self.calibration, self.board, reference=self.reference, model=self.model)
+        tokens = detect(frame.image, self.calibration, self.board, reference=self.reference, model=self.model).tokens
         # left out here: a weak model score the empty-board frame does not confirm, and a token only the
         # model sees where the reference frame of this very camera shows none (model_only): the board
         # is seen again after every slide, and a phantom would be taken for a slide or keep the board

@@ -110,7 +110,27 @@ def stake_lines(scored) -> list[str]:
     return out
 
 
+def hidden_lines(scored) -> list[str]:
+    """For each hidden area: where it is, and what to do (a token under it may not be seen)."""
+    out = []
+    for area in scored.hidden:
+        spaces = [space_name(scored.board, s) for s in scored.hidden_spaces(area)]
+        where = ", ".join(spaces) if spaces else "a part of the board with no space"
+        out.append(f"something covers the board ({area.area_mm2 / 100:.0f} cm2) over {where}: a token there may not be "
+                   "seen; look, or move what covers it and score again")
+    return out
+
+
 # --- marks on a picture -----------------------------------------------------------------------
+def draw_hidden(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float) -> None:
+    """The hidden areas: hatched in magenta, so the eye goes there (in place)."""
+    line = max(2, int(round(px_per_mm * 0.6)))
+    for area in scored.hidden:
+        poly = to_px(np.asarray(area.outline_mm, np.float64))
+        d.fill_alpha(image, [poly], d.CLOSE, 0.2)
+        d.dashed(image, poly, d.CLOSE, line + 1, halo=1)
+
+
 def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, label_scale: float = 0.5,
                only: set[int] | None = None, numbers: bool = True, fills: bool = True) -> None:
     """Given spaces, close-call candidates, bases, margins and labels, drawn through ``to_px`` (in place)."""
@@ -226,6 +246,7 @@ def photo_panel(scored, max_w: int, max_h: int) -> np.ndarray:
     outline = to_px(d.densify(d.board_outline(scored.board), 5.0))
     d.polyline(photo, outline, (255, 255, 255), 2, halo=1)
     ppm = _local_scale(scored, to_px)
+    draw_hidden(photo, scored, to_px, ppm)
     draw_calls(photo, scored, to_px, ppm, label_scale=0.5)
     return photo
 
@@ -260,6 +281,7 @@ def topdown_panel(scored, height: int) -> np.ndarray:
     image = d.rectify(scored.image, scored.calibration, view)
     to_px = d.view_to_px(view)
     draw_layout(image, board, to_px)
+    draw_hidden(image, scored, to_px, view.px_per_mm)
     draw_calls(image, scored, to_px, view.px_per_mm, label_scale=0.45)
     return image
 
@@ -298,6 +320,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
         ("margin", "dashed ring: how far the base can move"),
         ("label", "#n  number, % of the base on the space"),
         ("off", "x: off the board (S2), scores nothing"),
+        ("hidden", "shaded: something covers the board, look"),
         ("layout", "board file's spaces (top-down view)"),
         ("go", "GO! line"),
     ]
@@ -318,6 +341,10 @@ def legend_panel(width: int, height: int) -> np.ndarray:
             d.dashed(img, d.circle_mm((sx + 14, sy), 10, 40), d.CLOSE, 1, dash=4, gap=3)
         elif kind == "label":
             d.label(img, "#3 87%", (sx - 2, sy), 0.4, color=(255, 255, 255), bg=d.side_bgr("green"), pad=2)
+        elif kind == "hidden":
+            blob = np.array([[sx, sy - 6], [sx + 12, sy - 10], [sx + 28, sy - 4], [sx + 24, sy + 9], [sx + 4, sy + 8]])
+            d.fill_alpha(img, [blob], d.CLOSE, 0.2)
+            d.dashed(img, blob, d.CLOSE, 2, dash=5, gap=3)
         elif kind == "off":
             cv2.line(img, (sx + 6, sy - 8), (sx + 22, sy + 8), (0, 0, 0), 2, cv2.LINE_AA)
             cv2.line(img, (sx + 6, sy + 8), (sx + 22, sy - 8), (0, 0, 0), 2, cv2.LINE_AA)
@@ -359,6 +386,9 @@ def text_panel(scored, width: int, height: int) -> np.ndarray:
                                                     "a human decides" if n_close else ""),
             d.CLOSE if n_close else d.INK)
     block(token_lines(scored))
+    hidden = hidden_lines(scored)
+    if hidden:
+        block([piece for line in hidden for piece in textwrap.wrap(line, cols, subsequent_indent="  ")], d.CLOSE)
     if scored.left_out:
         reasons: dict[str, list[int]] = {}
         for i, why in scored.left_out:

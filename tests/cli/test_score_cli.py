@@ -19,7 +19,7 @@ def test_score_json_is_the_contract_and_evidence_is_written(tmp_path, scene):
                       "--order", "red,yellow,green,blue", "--pot", "500", "--json", "--evidence", evidence)
     assert result.returncode == 0, result.stderr
     out = json.loads(result.stdout)
-    assert list(out) == ["tokens", "calibration", "round"]
+    assert list(out) == ["tokens", "calibration", "round", "hidden"]
     assert out["tokens"] and all(tuple(t) == TOKEN_KEYS for t in out["tokens"])
     assert out["calibration"]["method"] == "truth"
     assert out["round"]["order"] == ["red", "yellow", "green", "blue"] and out["round"]["pot_before"] == 500
@@ -103,7 +103,7 @@ def test_demo_from_the_repository(tmp_path):
     assert "evidence picture written to out/" in result.stdout and "Free Parking (E4)" in result.stdout
     assert "Payout" in result.stdout and "ground truth of this synthetic photo" in result.stdout
     assert cv2.imread(str(tmp_path / "out" / "all_16_tokens-evidence.png")) is not None
-    assert list(json.loads((tmp_path / "out" / "all_16_tokens.json").read_text())) == ["tokens", "calibration", "round"]
+    assert list(json.loads((tmp_path / "out" / "all_16_tokens.json").read_text())) == ["tokens", "calibration", "round", "hidden"]
 
 
 def test_demo_truth_check_counts_against_the_truth(tmp_path, scene):

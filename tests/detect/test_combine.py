@@ -5,7 +5,7 @@ import pytest
 
 from knockcam.assign import DISAGREEMENT, assign
 from knockcam.board import load_board
-from knockcam.detect import detect_tokens
+from knockcam.detect import detect
 from knockcam.detect.combine import combine
 from knockcam.detect.reference import in_reach
 from knockcam.detect.tokens import Token
@@ -119,7 +119,7 @@ def test_no_detector_at_all_is_a_clear_error():
 
     cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
     with pytest.raises(KnockcamError, match="no token detector"):
-        detect_tokens(img, cal, board, reference=None, model=None)
+        detect(img, cal, board, reference=None, model=None)
 
 
 def test_the_calibration_error_is_added_once_after_combining():

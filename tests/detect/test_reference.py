@@ -247,3 +247,32 @@ def test_small_changes_against_a_clipped_reference_are_not_token_pixels():
     measured = ref.measured_colour(orange, cfg)
     assert not ref.token_mask(changed, strong, classes, measured).any()  # ... against a clipped reference
     assert ref.token_mask(changed, strong, classes, ~measured).all()
+
+
+def test_a_hand_on_the_board_is_reported_where_it_lies(board):
+    photo, reference, cal, truth = load_fixture("hand")
+    (hand,) = [o for o in truth["occluders"] if o["kind"] == "hand"]
+    (area,) = ref.look(photo, reference, cal, board).hidden
+    outline = np.asarray(area.outline_mm)
+    assert area.area_mm2 >= settings.load("reference")["hidden"]["min_area_mm2"]
+    # the hand reaches in over the board's right edge (its wrist is off the board)
+    assert outline[:, 0].max() >= board.size_mm[0] - 5 and outline[:, 1].min() <= hand["anchor_mm"][1] <= outline[:, 1].max()
+
+
+@pytest.mark.parametrize("case", ["all_16_tokens", "empty_board", "overhead", "oblique_60", "off_board_and_fallen"])
+def test_nothing_is_reported_hidden_when_only_tokens_are_on_the_board(board, case):
+    photo, reference, cal, _ = load_fixture(case)
+    assert ref.look(photo, reference, cal, board).hidden == ()
+
+
+def test_a_token_under_a_hand_is_sent_to_a_human(board):
+    """A render where a hand hides two tokens (less than 15% of each in view): the area reported
+    reaches at least one of them, so the benchmark and the user are told to look there."""
+    from knockcam.assign import near_hidden
+    from knockcam.bench import make_scene
+
+    scene = make_scene(board, 3026, held_out=False)
+    hidden = [t for t in scene.tokens if t.visible < 0.15]
+    assert len(hidden) == 2
+    areas = ref.look(scene.image, scene.reference, scene.calibration, board).hidden
+    assert any(near_hidden(t.xy_mm, areas, board.token.base_diameter_mm / 2) for t in hidden)
