@@ -339,7 +339,9 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         f"{load_average()}.",
         "",
         "A token is right when its side and its resting place (space id, or no space / off the board; RULES.md S3 "
-        "from the true base centre) are right. A token not found counts as right only if it is off the board. "
+        "from the true base centre) are right. A token not found counts as right only if it is off the board; with "
+        "the empty-board frame, one not found where the photo reports the board covered (`hidden` areas: a hand, a "
+        "cup; its space under one, or its base touching one) counts as flagged: the human is sent to look there. "
         "Flagged = `ambiguous` (a human's call). Scenes exactly right: every token right and no false detection "
         "on the board, flags or not; scenes sound: every token right or flagged and no unflagged false detection.",
         "",

@@ -324,8 +324,9 @@ def legend_panel(width: int, height: int) -> np.ndarray:
         ("layout", "board file's spaces (top-down view)"),
         ("go", "GO! line"),
     ]
+    step = max(20, min(30, (height - y - 8) // len(rows)))  # every row fits a short panel too
     for kind, text in rows:
-        y += 30
+        y += step
         sx, sy = 16, y - 6
         if kind == "space":
             cv2.rectangle(img, (sx, sy - 9), (sx + 28, sy + 9), d.side_bgr("blue"), 2)
