@@ -161,8 +161,8 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
 
 
 # --- a folder ---------------------------------------------------------------------------------
-SUMMARY_FIELDS = ("image", "status", "tokens", "close_calls", "calibration", "calibration_error_mm", "red", "yellow",
-                  "green", "blue", "pot_after", "evidence", "error")
+SUMMARY_FIELDS = ("image", "status", "tokens", "close_calls", "hidden_areas", "hidden_spaces", "calibration",
+                  "calibration_error_mm", "red", "yellow", "green", "blue", "pot_after", "evidence", "error")
 TOKEN_FIELDS = ("image", "n", "side", "space", "state", "coverage", "margin_mm", "x_mm", "y_mm", "ambiguous",
                 "confidence")
 
@@ -239,6 +239,8 @@ def _summary_row(record: dict) -> dict:
     result = record["result"]
     if result:
         row.update(tokens=len(result["tokens"]), close_calls=sum(t["ambiguous"] for t in result["tokens"]),
+                   hidden_areas=len(result["hidden"]),
+                   hidden_spaces=";".join(dict.fromkeys(s for area in result["hidden"] for s in area["spaces"])),
                    calibration=result["calibration"]["method"],
                    calibration_error_mm=result["calibration"]["error_mm"])
         if result["round"]:

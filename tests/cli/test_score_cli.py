@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import shutil
+from pathlib import Path
 
 import cv2
 import numpy as np
@@ -150,3 +151,17 @@ def test_demo_uses_the_automatic_calibration_only_when_it_agrees(scene):
 
     cal, note = choose_calibration(demo_scene, SimpleNamespace(board=load_board(), calibrate=fails))
     assert cal.method == "saved" and "board not found" in note
+
+
+def test_folder_summary_says_which_photos_show_the_board_covered(tmp_path):
+    """A referee scanning the night's summary sees the photo with a hand over the board."""
+    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    photos = tmp_path / "night"
+    photos.mkdir()
+    shutil.copy(fixtures / "hand.jpg", photos / "hand.jpg")
+    out = tmp_path / "scores"
+    result = knockcam("score", photos, "--reference", fixtures / "hand_ref.jpg", "--out", out)
+    assert result.returncode == 0, result.stderr
+    (row,) = list(csv.DictReader((out / "summary.csv").open()))
+    assert row["status"] == "ok" and row["hidden_areas"] == "1"
+    assert row["hidden_spaces"] == ""  # the hand reaches in at the edge of the GO! end, over no space
