@@ -29,7 +29,7 @@ from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
 
 HELD_OUT_LIMIT = 100_000  # scene seeds at or above this are for training only
-MATCH_MM = 20.0  # a detection within this of a true base centre is that token's detection
+MATCH_MM = 20.0  # a detection within this of a true base centre (of a fallen token's body) is that token's detection
 MISSED = "missed"
 
 
@@ -42,6 +42,7 @@ class TrueToken:
     fallen: bool
     visible: float = 1.0  # share of its figure the camera sees (hands, cups, the photo's edge hide the rest)
     margin_mm: float = float("inf")  # how far the true base centre is from a line that changes its resting place
+    lies_to_mm: tuple[float, float] | None = None  # a fallen token: where its top lies (knockcam.synth TokenTruth)
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,8 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
     cov = coverage(board, np.array([t["xy_mm"] for t in toks], dtype=np.float64))
     return tuple(TrueToken(side=t["side"], xy_mm=(float(t["xy_mm"][0]), float(t["xy_mm"][1])), space=cov.space_id[i],
                            state=cov.state[i], fallen=bool(t.get("fallen", False)),
-                           visible=float(t.get("visible", 1.0)), margin_mm=float(cov.margin_mm[i]))
+                           visible=float(t.get("visible", 1.0)), margin_mm=float(cov.margin_mm[i]),
+                           lies_to_mm=None if t.get("lies_to_mm") is None else tuple(float(v) for v in t["lies_to_mm"]))
                  for i, t in enumerate(toks))
 
 
@@ -140,12 +142,18 @@ def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
 
 
 def match(found: list[Position], truth: tuple[TrueToken, ...], limit_mm: float = MATCH_MM) -> dict[int, int]:
-    """truth index -> found index, nearest pairs first, within ``limit_mm``."""
+    """truth index -> found index, nearest pairs first, within ``limit_mm``. A fallen token is where
+    its body lies, from its base to its top: a detection near any point of it is that token's."""
     if not found or not truth:
         return {}
     a = np.array([t.xy_mm for t in truth])
+    ends = np.array([t.lies_to_mm if t.lies_to_mm is not None else t.xy_mm for t in truth])
     b = np.array([p.token.xy_mm for p in found])
-    dist = np.hypot(a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1])
+    axis = ends - a
+    length2 = np.maximum(np.sum(axis * axis, axis=1), 1e-12)
+    along = np.clip(np.einsum("tk,tfk->tf", axis, b[None, :, :] - a[:, None, :]) / length2[:, None], 0.0, 1.0)
+    nearest = a[:, None, :] + along[:, :, None] * axis[:, None, :]
+    dist = np.hypot(nearest[..., 0] - b[None, :, 0], nearest[..., 1] - b[None, :, 1])
     pairs: dict[int, int] = {}
     used: set[int] = set()
     for flat in np.argsort(dist, axis=None, kind="stable"):
@@ -338,6 +346,8 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible; load average at the end "
         f"{load_average()}.",
         "",
+        f"A detection is a token's when it lies within {MATCH_MM:g} mm of its true base centre (of any point of its "
+        "body, from base to top, for a fallen token; nearest pairs first). "
         "A token is right when its side and its resting place (space id, or no space / off the board; RULES.md S3 "
         "from the true base centre) are right. A token not found counts as right only if it is off the board; with "
         "the empty-board frame, one not found where the photo reports the board covered (`hidden` areas: a hand, a "

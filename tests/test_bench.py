@@ -156,3 +156,20 @@ def test_a_token_not_found_under_a_hidden_area_is_left_to_a_human():
     assert (covered.flagged, covered.unflagged, covered.missed, covered.scenes_sound) == (1, 0, 1, 1)
     assert covered.flag_reasons == {"hidden area": 1} and covered.scenes_exact == 0
     assert (missed.flagged, missed.unflagged, missed.unflagged_right, missed.scenes_sound) == (0, 1, 0, 0)
+
+
+def test_a_fallen_token_is_found_anywhere_along_its_body():
+    """It lies from its base to its top (28 mm): a detector that sees the body 24 mm from the base
+    has found it (until 2026-11-24 such a token counted as missed, and its detection as false)."""
+    import dataclasses
+
+    xy = middle_of_a_space()
+    lying = dataclasses.replace(truth_at("red", xy, fallen=True), lies_to_mm=(xy[0], xy[1] + 28.0))
+    body = (xy[0], xy[1] + 24.0)
+    tally = Tally("t")
+    score_scene(tally, assign([Token(side="red", xy_mm=body, confidence=0.9, sigma_mm=0.5, fallen=True)], BOARD),
+                (lying,))
+    assert (tally.missed, tally.false_detections, tally.flagged) == (0, 0, 1)
+    upright = Tally("u")  # an upright token 24 mm from a detection is still not found by it
+    score_scene(upright, assign([found_at("red", body)], BOARD), (truth_at("red", xy),))
+    assert (upright.missed, upright.false_detections) == (1, 1)

@@ -118,6 +118,7 @@ class TokenTruth:
     runner_up: str = ""
     runner_up_share: float = 0.0
     z_mm: float = 0.0  # height of the base contact point above the flat board plane (a bowed board)
+    lies_to_mm: tuple[float, float] | None = None  # a fallen token: where its top lies (its body runs from xy_mm to here)
 
     def to_dict(self) -> dict:
         return {"side": self.side, "shape": self.shape, "xy_mm": [round(v, 3) for v in self.xy_mm],
@@ -125,7 +126,8 @@ class TokenTruth:
                 "xy_px": [round(v, 3) for v in self.xy_px], "bbox_px": [round(v, 2) for v in self.bbox_px],
                 "space": self.space, "coverage": self.coverage, "coverages": self.coverages,
                 "margin_mm": self.margin_mm, "state": self.state, "runner_up": self.runner_up,
-                "runner_up_share": self.runner_up_share, "visible": round(self.visible, 4), "fallen": self.fallen}
+                "runner_up_share": self.runner_up_share, "visible": round(self.visible, 4), "fallen": self.fallen,
+                "lies_to_mm": None if self.lies_to_mm is None else [round(v, 3) for v in self.lies_to_mm]}
 
 
 @dataclass(frozen=True)
@@ -547,7 +549,7 @@ def render(spec: SceneSpec, board: Board, static: np.ndarray | None = None, canv
                                      coverage=rest.coverage, coverages=rest.coverages, margin_mm=rest.margin_mm,
                                      visible=float(vis), fallen=tok.fallen, state=rest.state,
                                      runner_up=rest.runner_up, runner_up_share=rest.runner_up_share,
-                                     z_mm=float(base3d[2])))
+                                     z_mm=float(base3d[2]), lies_to_mm=_lies_to(tok, board)))
     return Rendered(image=img, tokens=tuple(truths), spec=spec)
 
 
@@ -590,6 +592,15 @@ def _paint(img: np.ndarray, ids: np.ndarray, ident: int, solid: Solid, cam: Came
         cv2.fillConvexPoly(img, fp[i], cols[i], cv2.LINE_8, shift=4)
         cv2.fillConvexPoly(ids, fp[i], ident, cv2.LINE_8, shift=4)
     return fp
+
+
+def _lies_to(tok: PlacedToken, board: Board) -> tuple[float, float] | None:
+    """Where a fallen token's top lies on the board (it rolled over its base rim in ``fallen_dir``); None if upright."""
+    if not tok.fallen:
+        return None
+    d = np.array([np.cos(tok.fallen_dir), np.sin(tok.fallen_dir)])
+    end = np.asarray(tok.xy_mm) + d * board.token.height_mm
+    return (float(end[0]), float(end[1]))
 
 
 def _ring(tok: PlacedToken, board: Board, scale: float, n: int = 24) -> np.ndarray:
