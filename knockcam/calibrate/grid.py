@@ -290,6 +290,13 @@ def corner_spread_mm(gray: np.ndarray, homography: np.ndarray, board: Board, rad
     such a doubt grows on the way to them. ``bow``: the hump terms of a bowed fit (GridFit.bow).
     """
     pts, nrm, res, _, jac, hn = _offsets_at(gray, homography, board, radius, inlier_px, bow)
+    return _spread(pts, nrm, res, jac, hn, board, segment_mm, resamples, seed)
+
+
+def _spread(pts, nrm, res, jac, hn, board: Board, segment_mm: float = 80.0, resamples: int = 40,
+            seed: int = 0) -> float:
+    """corner_spread_mm's bootstrap, from the printed lines' offsets ``res`` at samples ``pts`` (board
+    mm, line normals ``nrm``) and their derivatives ``jac`` by the normalised homography ``hn``."""
     if len(res) < 16:
         return float("inf")
     w_mm, l_mm = board.size_mm
@@ -361,6 +368,7 @@ class LensFit:
     rms_px: float  # RMS across-line offset of those
     k1_sigma: float  # standard error of k1
     shift_px: float  # largest distance the lens moves a board corner (how much it matters here)
+    spread_mm: float  # corner_spread_mm of the corners on the photo's own pixels, the lens and the hump held
 
 
 def nominal_camera(image_size: tuple[int, int]) -> np.ndarray:
@@ -394,7 +402,8 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
     corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), bent.homography).reshape(-1, 2)
     shift = float(np.max(np.linalg.norm(_distort(corners, bent.k1, bent.camera)[0] - corners, axis=1)))
     return LensFit(bent.homography, bent.camera, np.array([bent.k1, 0.0, 0.0, 0.0, 0.0]), bent.hump,
-                   float(bent.good.sum()) / max(bent.inside, 1), bent.rms_px, bent.k1_sigma, shift)
+                   float(bent.good.sum()) / max(bent.inside, 1), bent.rms_px, bent.k1_sigma, shift,
+                   bent.spread_mm)
 
 
 class _Bent(NamedTuple):
@@ -410,6 +419,7 @@ class _Bent(NamedTuple):
     inside: int  # samples inside the image
     rms_px: float
     k1_sigma: float
+    spread_mm: float  # corner_spread_mm of this fit (the lens and the hump held)
 
 
 def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol) -> _Bent:
@@ -418,7 +428,7 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
     image centre of a nominal camera (see fit_lens)."""
     h_img, w_img = gray.shape[:2]
     cam = nominal_camera((w_img, h_img))
-    _, _, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
+    pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     img = _ridge_image(gray.astype(np.float32), 1.0)
     k1, hump = 0.0, np.zeros(2)
 
@@ -471,9 +481,14 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
                 k1 += float(delta[-1])
             if np.abs(delta).max() < tol:
                 break
-    (found, ok, _, inside), (bowv, *_) = measure(2.0)
+    (found, ok, nimg, inside), (bowv, _, _, _, u, r2) = measure(2.0)
     good = ok & (np.abs(found) <= inlier_px)
     rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
+    n = nimg[good]
+    if lens:
+        n = (1 + k1 * r2[good])[:, None] * n + 2 * k1 * u[good] * np.sum(n * u[good], axis=1, keepdims=True)
+    spread = _spread(pts_mm[good], nrm_mm[good], found[good],
+                     _jacobian(hn, bowv, pn[good], s1[good], s2[good], n, False), hn, board)
     k1_sigma = float("inf")
     if lens and jac is not None and len(res) > 16:
         a = jac * wts[:, None]
@@ -481,4 +496,4 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
         k1_sigma = float(np.sqrt(max(np.linalg.pinv(a.T @ a)[-1, -1], 0.0) * np.sum((wts * res) ** 2) / dof))
     h_mm = hn @ scale
     return _Bent(h_mm / h_mm[2, 2], (float(hump[0]), float(hump[1])), bowv, k1, cam, good, int(inside.sum()), rms,
-                 k1_sigma)
+                 k1_sigma, spread)

@@ -1,4 +1,5 @@
-"""``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx.
+"""``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
+with ``--fallen``, the fallen-token classifier (models/fallen.onnx) on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -40,6 +41,11 @@ def register(subparsers) -> None:
                         help="only measure this model on DATASET_DIR (held-out scenes)")
     parser.add_argument("--conf", type=float, default=None, help="with --evaluate: score threshold (default: detect.yaml)")
     parser.add_argument("--limit", type=int, default=None, help="with --evaluate: at most this many images")
+    parser.add_argument("--fallen", action="store_true",
+                        help="train the fallen-token classifier instead: renders its own scenes, learns on the "
+                             "token model's detections, exports OUT/fallen.onnx (recipe: detect.yaml fallen.train)")
+    parser.add_argument("--scenes", type=int, default=None,
+                        help="with --fallen: training renders (default: detect.yaml fallen.train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 
@@ -55,6 +61,8 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
+    if args.fallen:
+        return _train_fallen(args)
     from knockcam.detect import train as training
 
     if args.evaluate is not None:
@@ -83,6 +91,30 @@ def run(args) -> int:
                           "onnx": str(result.onnx), "seconds": round(result.seconds, 1)}))
     else:
         print(f"trained in {result.seconds / 60:.1f} min: {result.weights}\nexported: {result.onnx}")
+    return 0
+
+
+def _train_fallen(args) -> int:
+    import json
+
+    from knockcam.board.layout import load_board
+    from knockcam.detect.fallen_train import train
+    from knockcam.errors import KnockcamError
+
+    if args.scenes is not None and args.scenes < 10:
+        raise KnockcamError(f"--scenes must be at least 10, not {args.scenes}")
+    log = (lambda line: None) if args.json else print
+    result = train(load_board(), args.out, scenes=args.scenes, epochs=args.epochs,
+                   workers=args.workers or 2, log=log)
+    if args.json:
+        print(json.dumps(result))
+    else:
+        print(f"exported: {result['model']}\n"
+              f"held out ({result['val_scenes']} renders: {result['lying']} lying, {result['standing']} standing "
+              f"tokens): at threshold {result['threshold']:g}, {result['lying_caught']:.1%} of lying tokens "
+              f"caught, {result['standing_marked']:.2%} of standing ones marked; "
+              f"1% marked at {result['threshold_1pct']:.3f} ({result['lying_caught_1pct']:.1%} caught), "
+              f"2% at {result['threshold_2pct']:.3f} ({result['lying_caught_2pct']:.1%} caught)")
     return 0
 
 

@@ -5,7 +5,8 @@
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine); each token's
 uncertainty then includes the calibration's error (``with_calibration_error``). With the empty
 frame it also reports the parts of the board something else covers (a hand, a cup), where a
-token may not be seen. Then ``knockcam.assign.assign(tokens, board)`` says where each one rests.
+token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen). Then
+``knockcam.assign.assign(tokens, board)`` says where each one rests.
 """
 
 from __future__ import annotations
@@ -89,6 +90,9 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         from knockcam.detect.reference import in_reach
 
         found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board))
+    from knockcam.detect.fallen import load as load_fallen, mark_fallen
+
+    found = mark_fallen(found, image, calibration, board, load_fallen())
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 

@@ -50,8 +50,14 @@ def default_model_path() -> Path:
     configured = settings.load("detect").get("model", {}).get("path")
     if configured:
         return Path(configured)
-    checkout = Path(__file__).resolve().parents[2] / "models" / "tokens.onnx"
-    installed = Path(sys.prefix) / "share" / "knockcam" / "models" / "tokens.onnx"
+    return shipped("tokens.onnx")
+
+
+def shipped(name: str) -> Path:
+    """A file of models/: this checkout's (an editable install), else the copy a regular install put
+    under <prefix>/share/knockcam/models."""
+    checkout = Path(__file__).resolve().parents[2] / "models" / name
+    installed = Path(sys.prefix) / "share" / "knockcam" / "models" / name
     return installed if installed.is_file() and not checkout.is_file() else checkout
 
 

@@ -192,12 +192,12 @@ def oracle_detector(composed: Composed, board: Board):
     """A detector that reads the truth of each frame: tests of the game logic without vision error."""
     from knockcam.assign import assign
     from knockcam.detect.tokens import Token
-    from knockcam.live.tracker import seen_from_positions
+    from knockcam.live.tracker import Still, seen_from_positions
 
     def detect(frame):
         truth = composed.truth[frame.index]
         tokens = [Token(side=side, xy_mm=xy, confidence=0.99, sigma_mm=0.5) for side, xy in truth.values()]
-        return seen_from_positions(assign(tokens, board))
+        return Still(seen_from_positions(assign(tokens, board)))
 
     return detect
 

@@ -23,10 +23,10 @@ from knockcam.live.frames import Frame, Trouble
 from knockcam.live.log import GameLog, read_log
 from knockcam.live.motion import MotionGate
 from knockcam.live.prompts import NeedAnswer, ReplayPrompter
-from knockcam.live.tracker import Observation, Tracker
+from knockcam.live.tracker import Observation, Still, Tracker
 from knockcam.rules import Game
 
-Detector = Callable[[Frame], tuple]
+Detector = Callable[[Frame], Still]  # one still frame -> the tokens at rest and what covers the board
 
 
 @dataclass
@@ -235,16 +235,18 @@ class LiveGame:
             if detector is None:
                 detector = factory(self.calibration, self.reference)
             d0 = clock()
-            seen = tuple(detector(frame))
-            if self._implausible(seen) and self._bumped(frame, float(cfg["camera"]["bump_px"])):
+            still = detector(frame)
+            if self._implausible(still.seen) and self._bumped(frame, float(cfg["camera"]["bump_px"])):
                 watch = self._watch(self.reference)  # a bump: re-registered, detect again
                 detector = factory(self.calibration, self.reference)
                 gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
                 gate.update(frame.image, frame.t)
-                seen = tuple(detector(frame))
+                still = detector(frame)
+            seen = still.seen
             stats.detect_s.append(clock() - d0)
             evidence = self.log.frame_name(f"frame-{frame.index:06d}.jpg")
-            obs = Observation(seen=seen, frame=frame.index, t=frame.t, launched=state.launched, evidence=evidence)
+            obs = Observation(seen=seen, frame=frame.index, t=frame.t, launched=state.launched, evidence=evidence,
+                              covered=still.covered)
             self.log.append("observation", **obs.to_dict())
             stats.observations += 1
             if crash_after is not None and stats.observations >= crash_after:

@@ -6,7 +6,8 @@ same game, which is how a game log is resumed and replayed. Scoring is the engin
 
 Attribution (RULES.md S1): a new token at rest belongs to the side whose turn it is (or whose
 re-slide is due, S4/E1/S2); tokens already on the board are followed by position (same colour,
-nearest), so knocked tokens keep their owner; a token no longer seen was knocked off (S2).
+nearest), so knocked tokens keep their owner; a token no longer seen was knocked off (S2), unless
+something covers the board where it was (a hand, a cup): then it stays there, flagged, until seen.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ import numpy as np
 from typing import Any, Callable
 
 from knockcam import settings
+from knockcam.assign import near_hidden
 from knockcam.board.layout import Board
+from knockcam.detect.tokens import HiddenArea
 from knockcam.live.prompts import Question, yes_no
 from knockcam.rules import Game, RoundResult, score_round
 from knockcam.rules import choices
 
 ON_SPACE, NO_SPACE, OFF_BOARD = "on_space", "no_space", "off_board"
+COVERED = "covered"  # a token's flag while it is not seen where something covers the board
 # Tracked token states: on the board at rest; out for the round (off the board, knocked off, not seen);
 # in jail (S4); in a player's hand, to be slid again (S4 paid, E1 Chance, S2 variant).
 BOARD, OUT, JAIL, HAND = "board", "out", "jail", "hand"
@@ -54,23 +58,40 @@ class Seen:
 
 
 @dataclass(frozen=True)
+class Still:
+    """What a detector makes of one still frame: the tokens at rest, and the parts of the board something
+    else covers (a hand, a cup: knockcam.detect's hidden areas, with an empty-board frame) where a
+    token may not be seen."""
+
+    seen: tuple[Seen, ...]
+    covered: tuple[HiddenArea, ...] = ()
+
+
+@dataclass(frozen=True)
 class Observation:
-    """The tokens at rest on one still frame; ``launched``: a slide started since the last observation."""
+    """The tokens at rest on one still frame; ``launched``: a slide started since the last observation;
+    ``covered``: the parts of the board something else covered (see Still)."""
 
     seen: tuple[Seen, ...]
     frame: int = -1
     t: float = 0.0
     launched: bool = False
     evidence: str | None = None  # the saved frame, relative to the log's folder
+    covered: tuple[HiddenArea, ...] = ()
 
     def to_dict(self) -> dict:
         return {"frame": self.frame, "t": round(float(self.t), 3), "launched": self.launched,
-                "evidence": self.evidence, "seen": [s.to_dict() for s in self.seen]}
+                "evidence": self.evidence, "seen": [s.to_dict() for s in self.seen],
+                "covered": [{"outline_mm": [[round(float(x), 1), round(float(y), 1)] for x, y in a.outline_mm],
+                             "area_mm2": round(float(a.area_mm2))} for a in self.covered]}
 
     @classmethod
     def from_dict(cls, d: dict) -> "Observation":
+        covered = tuple(HiddenArea(outline_mm=tuple((float(x), float(y)) for x, y in a["outline_mm"]),
+                                   area_mm2=float(a["area_mm2"])) for a in d.get("covered", ()))
         return cls(seen=tuple(Seen.from_dict(s) for s in d.get("seen", ())), frame=int(d.get("frame", -1)),
-                   t=float(d.get("t", 0.0)), launched=bool(d.get("launched", False)), evidence=d.get("evidence"))
+                   t=float(d.get("t", 0.0)), launched=bool(d.get("launched", False)), evidence=d.get("evidence"),
+                   covered=covered)
 
 
 def seen_from_positions(positions) -> tuple[Seen, ...]:
@@ -292,12 +313,25 @@ class Tracker:
         for i, j in pairs:
             if followed[i].state == BOARD:
                 self._place(followed[i], seen[j])
+                if COVERED in followed[i].flags:
+                    followed[i].flags.remove(COVERED)  # uncovered, and still there
         matched = {followed[i].id for i, _ in pairs}
         for t in followed:
             if t.state != BOARD and t.id not in matched:
                 t.parked = False  # taken to the In Jail card, or picked up to be slid again
         # tokens placed by hand (the camera missed them) stay where the players said unless seen elsewhere
         gone = [t for t in self.tokens if t.state == BOARD and t.id not in matched and "manual" not in t.flags]
+        # a token not seen where a hand or a cup covers the board may well be there still: it stays where
+        # it was, flagged, until the board is uncovered (taking it for knocked off would score it out)
+        reach = self.board.token.base_diameter_mm / 2
+        under = [t for t in gone if obs.covered and near_hidden(t.xy_mm, obs.covered, reach)]
+        for t in under:
+            if COVERED not in t.flags:
+                t.flags.append(COVERED)
+                self.emit("covered", round=self.round, token=t.id, side=t.side, space=t.space, frame=obs.frame)
+                self.tell(f"{t.side}'s token on {self.names.get(t.space, t.space) if t.on_space else 'no space'} "
+                          "is covered (a hand, a cup?): kept where it was; uncover it before the round is scored")
+        gone = [t for t in gone if t not in under]
         rest = [seen[j] for j in range(len(seen)) if j not in used]
         on_board = [s for s in rest if s.state != OFF_BOARD]
 

@@ -37,18 +37,19 @@ CASES: dict[str, dict] = {
 VIDEO_INDEX = 3  # video 3 of run FIXTURE_SEED: a flick from behind GO! knocks a token onto Luxury Tax
 
 
-def _merge(base: dict, over: dict) -> dict:
+def merge(base: dict, over: dict) -> dict:
+    """``base`` with ``over``'s values in, nested dicts merged (a placement table is replaced whole)."""
     out = copy.deepcopy(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "placement":
-            out[key] = _merge(out[key], value)
+            out[key] = merge(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
 
 
 def case_config(name: str) -> dict:
-    return _merge(config(), CASES[name])
+    return merge(config(), CASES[name])
 
 
 def write_fixtures(out: Path, board: Board) -> list[Path]:

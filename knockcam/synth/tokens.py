@@ -150,8 +150,8 @@ def pose_token(shape: str, token: TokenSize, xy_mm, yaw: float, fallen_dir: floa
     rot = rot_z(yaw)
     if fallen_dir is None:
         return mesh.posed(rot, (xy_mm[0], xy_mm[1], 0.0)), np.array([xy_mm[0], xy_mm[1], 0.0])
-    # roll over about a horizontal axis, then drop onto the board
-    tip = rot_z(fallen_dir) @ _rot_x(-np.pi / 2 + 0.12) @ rot_z(-fallen_dir)
+    # roll over about the horizontal axis across ``fallen_dir`` (the top goes that way), then drop onto the board
+    tip = rot_z(fallen_dir) @ _rot_y(np.pi / 2 - 0.12) @ rot_z(-fallen_dir)
     full = tip @ rot
     v = mesh.verts @ full.T
     lift = -v[:, 2].min()

@@ -14,6 +14,7 @@ from knockcam.live.frames import BACK, FROZEN, LOST, CaptureSource, Frame, ListC
 from knockcam.live.log import read_log
 from knockcam.live.prompts import ScriptedPrompter
 from knockcam.live.session import LiveGame, new_log
+from knockcam.live.tracker import Still
 
 
 class FakeClock:
@@ -124,7 +125,7 @@ def test_camera_trouble_is_logged_and_told(demo, board, tmp_path):
     cap = ListCapture(demo.frames[:40] + [None] * 6 + demo.frames[40:80])
     src = CaptureSource(lambda: cap, live=True, clock=clock, sleep=clock.sleep, max_wait_s=5.0)
     with pytest.raises(KnockcamError, match="resume later"):
-        live.run(src, detector_factory=lambda cal, ref: (lambda frame: ()))
+        live.run(src, detector_factory=lambda cal, ref: (lambda frame: Still(())))
     troubles = [e["trouble"] for e in read_log(log) if e["kind"] == "camera"]
     assert troubles[:2] == [LOST, BACK]
     assert any("disconnected" in m for m in prompter.told)

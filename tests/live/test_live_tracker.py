@@ -8,6 +8,7 @@ import pytest
 from knockcam.errors import KnockcamError
 from knockcam.live.compose import spot
 from knockcam.live.prompts import ScriptedPrompter
+from knockcam.detect.tokens import HiddenArea
 from knockcam.live.tracker import HAND, JAIL, OUT, Observation, Seen, Tracker
 from knockcam.rules import Game
 
@@ -23,6 +24,7 @@ class Run:
         self.tracker = Tracker(self.game, board, self.prompter, tokens_per_side=tokens, review=review,
                                emit=lambda kind, **d: self.events.append((kind, d)))
         self.now: dict[str, tuple[str, tuple[float, float]]] = {}
+        self.covered: tuple[HiddenArea, ...] = ()  # what a hand or a cup covers in the next frames
         self.see()  # the empty board starts round 1
 
     def see(self, launched=False):
@@ -37,7 +39,7 @@ class Run:
             state = "off_board" if not (0 <= xy[0] <= 400 and 0 <= xy[1] <= 915) else \
                 ("on_space" if space else "no_space")
             seen.append(Seen(side=colour, xy_mm=xy, space=space if state == "on_space" else None, state=state))
-        self.tracker.observe(Observation(seen=tuple(seen), launched=launched))
+        self.tracker.observe(Observation(seen=tuple(seen), launched=launched, covered=self.covered))
         return self
 
     def put(self, key, colour, space_id, dx=0.0, dy=0.0):
@@ -338,3 +340,50 @@ def test_a_board_cleared_too_early_scores_the_round_as_it_was_and_starts_the_nex
     assert run.game.round_number == 1
     assert run.game.history[0].per_side["red"].properties == ("baltic_avenue", "boardwalk")
     assert run.tracker.phase == "slide" and run.tracker.expected() == "blue"  # round 2 began at once
+
+
+def cup_over(xy, half_mm=30.0):
+    x, y = xy
+    return HiddenArea(outline_mm=((x - half_mm, y - half_mm), (x + half_mm, y - half_mm), (x + half_mm, y + half_mm),
+                                  (x - half_mm, y + half_mm)), area_mm2=(2 * half_mm) ** 2)
+
+
+@pytest.mark.parametrize("covered", [True, False])
+def test_a_token_not_seen_under_a_cup_stays_where_it_was_flagged(board, covered):
+    run = Run(board, tokens=2, review="ambiguous", answers={"r1:review:-:1": "ok"})
+    run.put("r1", "red", "baltic_avenue")
+    run.put("b1", "blue", "oriental_avenue")
+    xy = run.now.pop("r1")[1]  # a cup put down over red's token: the camera no longer sees it
+    run.covered = (cup_over(xy),) if covered else ()
+    run.see()
+    red = run.tracker.tokens[0]
+    if not covered:  # nothing says it is hidden: knocked off (S2)
+        assert red.state == OUT and "covered" not in red.flags
+        return
+    assert red.state == "board" and red.space == "baltic_avenue" and "covered" in red.flags
+    assert "covered" in run.kinds() and any("is covered" in m for m in run.prompter.told)
+    run.put("r2", "red", "states_avenue")
+    run.put("b2", "blue", "vermont_avenue")
+    # scored where it was, after a review that shows why (the flag makes the round doubtful)
+    assert ("r1:review:-:1", "ok") in run.prompter.asked
+    assert any("(covered)" in m for m in run.prompter.told)
+    assert run.game.history[0].per_side["red"].properties == ("baltic_avenue", "states_avenue")
+
+
+def test_a_covered_token_seen_again_loses_its_flag(board):
+    run = Run(board, tokens=2)
+    run.put("r1", "red", "baltic_avenue")
+    colour, xy = run.now.pop("r1")
+    run.covered = (cup_over(xy),)
+    run.see()
+    assert "covered" in run.tracker.tokens[0].flags
+    run.now["r1"], run.covered = (colour, xy), ()  # the cup is lifted
+    run.see()
+    assert run.tracker.tokens[0].state == "board" and "covered" not in run.tracker.tokens[0].flags
+
+
+def test_an_observation_keeps_what_covered_the_board_through_the_log():
+    obs = Observation(seen=(), frame=7, covered=(cup_over((100.0, 200.0)),))
+    back = Observation.from_dict(obs.to_dict())
+    assert back.covered[0].outline_mm[0] == (70.0, 170.0) and back.covered[0].area_mm2 == 3600.0
+    assert Observation.from_dict({"seen": []}).covered == ()  # a log written before areas were kept

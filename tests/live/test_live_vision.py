@@ -22,7 +22,7 @@ def test_a_token_the_model_is_unsure_of_is_not_taken_for_a_slide():
     calibration = Calibration(method="truth", image_size=(640, 480),
                               homography=np.array([[0.5, 0.0, 100.0], [0.0, -0.4, 420.0], [0.0, 0.0, 1.0]]))
     detector = StillDetector(board, calibration, reference=None, model=FakeModel())
-    seen = detector(Frame(image=np.zeros((480, 640, 3), np.uint8), index=0, t=0.0))
+    seen = detector(Frame(image=np.zeros((480, 640, 3), np.uint8), index=0, t=0.0)).seen
     assert [s.side for s in seen] == ["red"]
 
 
@@ -42,7 +42,24 @@ def test_a_token_only_the_model_sees_where_the_empty_frame_shows_none_is_not_tak
     rng = np.random.default_rng(0)
     empty = rng.integers(90, 160, (480, 640, 3), dtype=np.uint8)
     frame = Frame(image=empty.copy(), index=0, t=0.0)
-    assert [s.side for s in StillDetector(board, calibration, reference=empty, model=ConfidentModel())(frame)] \
+    assert [s.side for s in StillDetector(board, calibration, reference=empty, model=ConfidentModel())(frame).seen] \
         == ["yellow"]
-    assert sorted(s.side for s in StillDetector(board, calibration, reference=None, model=ConfidentModel())(frame)) \
-        == ["red", "yellow"]
+    assert sorted(s.side for s in StillDetector(board, calibration, reference=None,
+                                                model=ConfidentModel())(frame).seen) == ["red", "yellow"]
+
+
+def test_what_covers_the_board_comes_with_the_tokens():
+    # the hand fixture: an arm over the board, which the empty-board frame of the same camera does not show
+    import json
+    from pathlib import Path
+
+    import cv2
+
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    truth = json.loads((scenes / "hand.json").read_text())
+    photo, empty = cv2.imread(str(scenes / "hand.jpg")), cv2.imread(str(scenes / "hand_ref.jpg"))
+    detector = StillDetector(load_board(), Calibration.from_dict(truth["calibration"]), reference=empty, model=None)
+    still = detector(Frame(image=photo, index=0, t=0.0))
+    assert still.seen and still.covered
+    clear = detector(Frame(image=empty, index=1, t=0.0))
+    assert not clear.seen and not clear.covered

@@ -181,3 +181,20 @@ def test_a_hand_over_a_token_hides_it():
     hidden = render(replace(spec, occluders=(hand,)), BOARD).tokens
     assert hidden[0].visible < 0.3  # under the palm
     assert hidden[1].visible > 0.95  # far from it
+
+
+@pytest.mark.parametrize("fallen_dir", [0.0, 1.0, 2.5, 4.0])
+def test_a_fallen_token_lies_where_its_truth_says(fallen_dir):
+    # the figure lies from its base towards lies_to_mm (the fall direction), flat on the board
+    from knockcam.synth.scene import _lies_to
+    from knockcam.synth.tokens import pose_token
+
+    tok = PlacedToken(side="red", shape="cat", xy_mm=(200.0, 600.0), yaw=0.7, colour=(40.0, 40.0, 200.0),
+                      fallen_dir=fallen_dir)
+    mesh, base = pose_token(tok.shape, BOARD.token, tok.xy_mm, tok.yaw, tok.fallen_dir)
+    axis = np.asarray(_lies_to(tok, BOARD)) - np.asarray(tok.xy_mm)
+    axis /= np.linalg.norm(axis)
+    along = (mesh.verts[:, :2] - np.asarray(tok.xy_mm)) @ axis
+    assert along.max() > 0.9 * BOARD.token.height_mm and along.min() > -3.0  # top towards lies_to, nothing behind the base
+    assert mesh.verts[:, 2].min() == pytest.approx(0.0, abs=1e-6)
+    assert mesh.verts[:, 2].max() < BOARD.token.base_diameter_mm + 1  # on its side, not standing
