@@ -419,7 +419,7 @@ class _Bent(NamedTuple):
     inside: int  # samples inside the image
     rms_px: float
     k1_sigma: float
-    spread_mm: float  # corner_spread_mm of this fit (the lens and the hump held)
+    spread_mm: float  # with a lens: corner_spread_mm of this fit (the lens and the hump held); else nan
 
 
 def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol) -> _Bent:
@@ -484,11 +484,12 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
     (found, ok, nimg, inside), (bowv, _, _, _, u, r2) = measure(2.0)
     good = ok & (np.abs(found) <= inlier_px)
     rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
-    n = nimg[good]
-    if lens:
+    spread = float("nan")  # a flat or bowed fit's caller measures it itself (corner_spread_mm)
+    if lens:  # the across-line directions pulled back through the lens, as in the fit
+        n = nimg[good]
         n = (1 + k1 * r2[good])[:, None] * n + 2 * k1 * u[good] * np.sum(n * u[good], axis=1, keepdims=True)
-    spread = _spread(pts_mm[good], nrm_mm[good], found[good],
-                     _jacobian(hn, bowv, pn[good], s1[good], s2[good], n, False), hn, board)
+        spread = _spread(pts_mm[good], nrm_mm[good], found[good],
+                         _jacobian(hn, bowv, pn[good], s1[good], s2[good], n, False), hn, board)
     k1_sigma = float("inf")
     if lens and jac is not None and len(res) > 16:
         a = jac * wts[:, None]

@@ -99,21 +99,17 @@ class FallenClassifier:
     """The ONNX network and the patch geometry it was trained with (stored in its metadata)."""
 
     def __init__(self, path: str | Path):
-        import onnxruntime as ort
+        from knockcam.detect.model import cpu_session
 
         self.path = Path(path)
-        options = ort.SessionOptions()
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
+        remedy = " (retrain it with 'knockcam train --fallen')"
         # a few patches a photo: threads that spin-wait between runs cost more CPU than the network itself
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        try:
-            self.session = ort.InferenceSession(str(self.path), sess_options=options,
-                                                providers=["CPUExecutionProvider"])
-            self.geometry = json.loads(self.session.get_modelmeta().custom_metadata_map["patch"])
-        except Exception as exc:  # onnxruntime raises its own types for corrupt files
-            raise KnockcamError(f"cannot load the fallen-token classifier {self.path}: "
-                                f"{' '.join(str(exc).split())[:200]} (retrain it with 'knockcam train --fallen')") from None
+        self.session = cpu_session(self.path, "the fallen-token classifier", spin=False, remedy=remedy)
+        patch = self.session.get_modelmeta().custom_metadata_map.get("patch")
+        if patch is None:
+            raise KnockcamError(f"cannot load the fallen-token classifier {self.path}: it does not say what "
+                                f"patch it was trained on{remedy}")
+        self.geometry = json.loads(patch)
         self.input_name = self.session.get_inputs()[0].name
 
     def probability(self, x: np.ndarray) -> np.ndarray:

@@ -183,13 +183,29 @@ def decode(output: np.ndarray, num_classes: int, conf: float, iou: float, max_de
                       scores[order].astype(np.float64), classes[order].astype(np.int64))
 
 
+def cpu_session(path: Path, what: str, threads: int = 0, spin: bool = True, remedy: str = ""):
+    """An onnxruntime session on the CPU (``threads`` intra-op threads, 0: one per core; ``spin``: let them
+    spin-wait between runs), or KnockcamError naming ``what`` could not be loaded (and ``remedy``)."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    if threads > 0:
+        options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.log_severity_level = 3
+    if not spin:
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own types for corrupt files
+        raise KnockcamError(f"cannot load {what} {path}: {' '.join(str(exc).split())[:200]}{remedy}") from None
+
+
 class TokenModel:
     """The ONNX token detector, loaded once; ``detect`` takes a photo, ``detect_canonical`` a warped view."""
 
     def __init__(self, path: str | Path | None = None, *, conf: float | None = None, iou: float | None = None,
                  threads: int | None = None):
-        import onnxruntime as ort
-
         cfg = settings.load("detect").get("model", {})
         self.path = Path(path) if path is not None else default_model_path()
         if not self.path.is_file():
@@ -202,17 +218,8 @@ class TokenModel:
         self.agnostic = bool(cfg.get("agnostic_nms", True))
         self.sigma_by_score = sigma_table(cfg)
         self.support_conf = float(cfg.get("support_conf", self.conf))
-        options = ort.SessionOptions()
-        threads = int(cfg.get("threads", 0) if threads is None else threads)
-        if threads > 0:
-            options.intra_op_num_threads = threads
-        options.inter_op_num_threads = 1
-        options.log_severity_level = 3
-        try:
-            self.session = ort.InferenceSession(str(self.path), sess_options=options,
-                                                providers=["CPUExecutionProvider"])
-        except Exception as exc:  # onnxruntime raises its own types for corrupt files
-            raise KnockcamError(f"cannot load token model {self.path}: {' '.join(str(exc).split())[:200]}") from None
+        self.session = cpu_session(self.path, "token model", threads=int(cfg.get("threads", 0) if threads is None
+                                                                         else threads))
         model_input = self.session.get_inputs()[0]
         self.input_name = model_input.name
         shape = model_input.shape
