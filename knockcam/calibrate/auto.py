@@ -25,7 +25,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration, Hump
+from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_size
 from knockcam.calibrate.grid import LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.errors import KnockcamError
@@ -205,6 +205,19 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
     printed lines in the middle of the photo, but moves a corner near the photo's edge by 3-6 mm."""
     if image is None or not hasattr(image, "ndim") or image.ndim < 2:
         raise KnockcamError("not an image to calibrate on")
+    full = (int(image.shape[1]), int(image.shape[0]))
+    work = working_size(full)
+    if work == full:
+        return _calibrate_auto(image, board, camera_matrix, dist_coeffs)
+    small = cv2.resize(image, work, interpolation=cv2.INTER_AREA)
+    if camera_matrix is not None:
+        camera_matrix = resize_matrix(full, work) @ np.asarray(camera_matrix, np.float64)
+    cal = _calibrate_auto(small, board, camera_matrix, dist_coeffs)
+    return cal.resized(full, error_source=f"{cal.error_source}; found on the photo scaled down to {work[0]}x{work[1]}")
+
+
+def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs) -> Calibration:
+    """``calibrate_auto`` on a photo at its working size."""
     lens_note = ""
     if camera_matrix is not None and dist_coeffs is not None:
         image = cv2.undistort(image, camera_matrix, dist_coeffs)

@@ -249,3 +249,16 @@ def test_a_mild_lens_is_kept_when_the_board_found_through_it_is_estimated_better
     monkeypatch.setitem(settings_of("calibrate")["auto"], "lens_fit", False)
     flat = calibrate_auto(image, board)
     assert corner_errors_mm(flat, truth, board).max() > 3.0 and flat.error_mm > cal.error_mm
+
+
+@needs_fixtures
+def test_a_phone_size_photo_is_calibrated_at_working_size_in_its_own_pixels(board):
+    """A 4032x2268 photo no sharper than a webcam's (the fixture scaled up): searched at full size, the
+    printed lines are too wide for the grid's line search and the board lands 17 mm off; scaled
+    down to calibrate.yaml photo.max_px it is found as in the original, in the big photo's pixels."""
+    image, truth, _ = _fixture("all_16_tokens")
+    big = cv2.resize(image, (4032, 2268), interpolation=cv2.INTER_CUBIC)
+    cal = calibrate_auto(big, board, truth.camera_matrix, truth.dist_coeffs)
+    assert cal.image_size == (4032, 2268) and "scaled down" in cal.error_source
+    err = corner_errors_mm(cal, truth.resized((4032, 2268)), board)
+    assert np.median(err) <= 1.0 and err.max() <= 3.0 and cal.error_mm <= 3.0

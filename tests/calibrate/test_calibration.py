@@ -87,3 +87,18 @@ def test_view_maps_sample_the_photo_where_each_raster_pixel_is_seen(board):
     assert map_x.shape == (vh, vw)
     off = np.hypot(map_x.ravel() - exact[:, 0], map_y.ravel() - exact[:, 1])
     assert off.max() < 0.1  # photo px
+
+
+def test_a_resized_photo_keeps_every_board_point_where_the_resized_pixels_show_it(board):
+    """Lens and hump included: a point seen at pixel p in the photo is seen at p scaled in the resized
+    photo (pixel centres at +0.5, as cv2.resize puts them), and read back to the same board mm."""
+    k = np.array([[1000.0, 0, 640], [0, 1000, 360], [0, 0, 1]])
+    cal = _bowed_camera(board).calibration(board, (5.0, 1.0))
+    cal = Calibration(cal.method, cal.image_size, cal.homography, k, np.array([-0.2, 0.05, 0.001, 0, 0]),
+                      hump=cal.hump)
+    big = cal.resized((4032, 2268))
+    xy = np.array([[0.0, 0.0], [400.0, 915.0], [120.0, 600.0], [333.0, 77.0]])
+    scale = np.array([4032 / 1280, 2268 / 720])
+    np.testing.assert_allclose(big.mm_to_px(xy), (cal.mm_to_px(xy) + 0.5) * scale - 0.5, atol=1e-6)
+    np.testing.assert_allclose(big.px_to_mm(big.mm_to_px(xy)), xy, atol=1e-3)
+    assert big.image_size == (4032, 2268) and np.allclose(big.dist_coeffs, cal.dist_coeffs)
