@@ -6,12 +6,14 @@ from pathlib import Path
 
 import numpy as np
 
+from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import check
 from knockcam.errors import KnockcamError
 
 NOT_FOUND = "board not found: give --corners or lay the marker sheet (calibration/README.md)"
+AUTO_HINT = "give --corners or lay the marker sheet"
 
 
 def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: str | Path | None = None,
@@ -64,4 +66,27 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
         if "board not found" in str(exc):
             raise KnockcamError(NOT_FOUND) from None
         raise
-    return check(cal, max_error_mm, "give --corners or lay the marker sheet")
+    try:
+        return check(cal, max_error_mm, AUTO_HINT)
+    except KnockcamError:
+        width = line_width_px(image, cal, board)
+        if not width > float(settings.load("calibrate")["quality"]["blurred_line_px"]):
+            raise
+        shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
+        return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show 2-5 px): retake it in "
+                                        f"focus, holding the camera still, or {AUTO_HINT}")
+
+
+def line_width_px(image: np.ndarray, calibration: Calibration, board: Board) -> float:
+    """How wide the printed lines look (knockcam.calibrate.grid.printed_line_width_px), measured at the
+    size the automatic method searched the photo at."""
+    import cv2
+
+    from knockcam.calibrate.calibration import working_size
+    from knockcam.calibrate.grid import printed_line_width_px
+
+    size = (int(image.shape[1]), int(image.shape[0]))
+    work = working_size(size)
+    if work != size:
+        image, calibration = cv2.resize(image, work, interpolation=cv2.INTER_AREA), calibration.resized(work)
+    return printed_line_width_px(image, calibration, board)

@@ -133,3 +133,16 @@ def test_the_lens_read_off_the_printed_lines_bends_them_as_the_true_lens_does(bo
 
     assert off_px(lens, lens.camera_matrix, lens.dist_coeffs).max() < 0.75
     assert off_px(flat).max() > 1.5
+
+
+def test_printed_lines_look_wide_in_a_blurred_photo_and_thin_in_a_sharp_one(board):
+    from knockcam.calibrate.grid import printed_line_width_px
+
+    def width(name):
+        image, truth = _fixture(name)
+        return printed_line_width_px(image, truth, board)
+
+    assert all(width(name) <= 5.0 for name in ("overhead", "all_16_tokens", "hand"))
+    assert all(width(name) >= 7.0 for name in ("defocus", "motion_blur"))
+    blank = np.full((720, 1280, 3), 200, np.uint8)  # no line at all
+    assert printed_line_width_px(blank, _fixture("overhead")[1], board) == float("inf")
