@@ -26,7 +26,8 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_size
-from knockcam.calibrate.grid import LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm
+from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
+                                     printed_line_width_px)
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.errors import KnockcamError
 
@@ -248,6 +249,18 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs)
     return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,
                        dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
                        error_source=_error_source(outline) + lens_note, hump=hump)
+
+
+def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) -> float | None:
+    """How wide the printed lines look where ``calibration`` puts them, at the size the photo is
+    searched at (grid.printed_line_width_px), when that is wider than calibrate.yaml
+    quality.blurred_line_px (a blurred photo); None when the photo is sharp."""
+    size = (int(image.shape[1]), int(image.shape[0]))
+    work = working_size(size)
+    if work != size:
+        image, calibration = cv2.resize(image, work, interpolation=cv2.INTER_AREA), calibration.resized(work)
+    width = printed_line_width_px(image, calibration, board)
+    return width if width > float(settings.load("calibrate")["quality"]["blurred_line_px"]) else None
 
 
 def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board) -> LensFit | None:

@@ -58,7 +58,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
 
     if len(detect_markers(image)) >= 3:
         return check(calibrate_markers(image, board, k, d), max_error_mm, "lay the cards flat against the corners")
-    from knockcam.calibrate.auto import calibrate_auto
+    from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
 
     try:
         cal = calibrate_auto(image, board, k, d)
@@ -69,24 +69,10 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     try:
         return check(cal, max_error_mm, AUTO_HINT)
     except KnockcamError:
-        width = line_width_px(image, cal, board)
-        if not width > float(settings.load("calibrate")["quality"]["blurred_line_px"]):
+        width = blurred_lines_px(image, cal, board)
+        if width is None:
             raise
+        sharp = float(settings.load("calibrate")["quality"]["sharp_line_px"])
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
-        return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show 2-5 px): retake it in "
-                                        f"focus, holding the camera still, or {AUTO_HINT}")
-
-
-def line_width_px(image: np.ndarray, calibration: Calibration, board: Board) -> float:
-    """How wide the printed lines look (knockcam.calibrate.grid.printed_line_width_px), measured at the
-    size the automatic method searched the photo at."""
-    import cv2
-
-    from knockcam.calibrate.calibration import working_size
-    from knockcam.calibrate.grid import printed_line_width_px
-
-    size = (int(image.shape[1]), int(image.shape[0]))
-    work = working_size(size)
-    if work != size:
-        image, calibration = cv2.resize(image, work, interpolation=cv2.INTER_AREA), calibration.resized(work)
-    return printed_line_width_px(image, calibration, board)
+        return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px): "
+                                        f"retake it in focus, holding the camera still, or {AUTO_HINT}")
