@@ -262,4 +262,3 @@ def test_a_phone_size_photo_is_calibrated_at_working_size_in_its_own_pixels(boar
     assert cal.image_size == (4032, 2268) and "scaled down" in cal.error_source
     err = corner_errors_mm(cal, truth.resized((4032, 2268)), board)
     assert np.median(err) <= 1.0 and err.max() <= 3.0 and cal.error_mm <= 3.0
-
