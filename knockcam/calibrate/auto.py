@@ -25,7 +25,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_size
+from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_copy
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px)
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
@@ -206,11 +206,10 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
     printed lines in the middle of the photo, but moves a corner near the photo's edge by 3-6 mm."""
     if image is None or not hasattr(image, "ndim") or image.ndim < 2:
         raise KnockcamError("not an image to calibrate on")
-    full = (int(image.shape[1]), int(image.shape[0]))
-    work = working_size(full)
-    if work == full:
+    small = working_copy(image)
+    if small is image:
         return _calibrate_auto(image, board, camera_matrix, dist_coeffs)
-    small = cv2.resize(image, work, interpolation=cv2.INTER_AREA)
+    full, work = (image.shape[1], image.shape[0]), (small.shape[1], small.shape[0])
     if camera_matrix is not None:
         camera_matrix = resize_matrix(full, work) @ np.asarray(camera_matrix, np.float64)
     cal = _calibrate_auto(small, board, camera_matrix, dist_coeffs)
@@ -255,11 +254,10 @@ def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) 
     """How wide the printed lines look where ``calibration`` puts them, at the size the photo is
     searched at (grid.printed_line_width_px), when that is wider than calibrate.yaml
     quality.blurred_line_px (a blurred photo); None when the photo is sharp."""
-    size = (int(image.shape[1]), int(image.shape[0]))
-    work = working_size(size)
-    if work != size:
-        image, calibration = cv2.resize(image, work, interpolation=cv2.INTER_AREA), calibration.resized(work)
-    width = printed_line_width_px(image, calibration, board)
+    small = working_copy(image)
+    if small is not image:
+        calibration = calibration.resized((small.shape[1], small.shape[0]))
+    width = printed_line_width_px(small, calibration, board)
     return width if width > float(settings.load("calibrate")["quality"]["blurred_line_px"]) else None
 
 

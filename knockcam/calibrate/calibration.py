@@ -79,6 +79,13 @@ def working_size(size: tuple[int, int], max_px: int | None = None) -> tuple[int,
     return (max(1, int(round(w * s))), max(1, int(round(h * s))))
 
 
+def working_copy(image: np.ndarray) -> np.ndarray:
+    """The photo at its ``working_size``: itself when it is small enough, else scaled down (INTER_AREA)."""
+    size = (int(image.shape[1]), int(image.shape[0]))
+    work = working_size(size)
+    return image if work == size else cv2.resize(image, work, interpolation=cv2.INTER_AREA)
+
+
 @dataclass(frozen=True)
 class Calibration:
     method: str  # corners | click | markers | reference | auto | truth

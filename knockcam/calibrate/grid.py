@@ -503,8 +503,8 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
 def printed_line_width_px(image: np.ndarray, calibration, board: Board, radius: float = 14.0) -> float:
     """How wide the printed lines look where ``calibration`` puts them (px, half-depth width of their
     median profile, the wider of the two line directions): a measure of blur that the board's own art
-    makes independent of the table. Sharp photos show 2-5 px; motion blur or defocus 6-12 (tuning
-    renders, seed 3000, 0-199); inf when no line shows at all. Taken on the brightest channel,
+    makes independent of the table. Sharp photos show 2-5 px; motion blur or defocus up to 12 (tuning
+    renders, bench seeds 3000-3199); inf when no line shows at all. Taken on the brightest channel,
     where a coloured band beside a line stays light."""
     bright = np.ascontiguousarray(image.max(axis=2) if image.ndim == 3 else image).astype(np.float32)
     pts, nrm = template(board)

@@ -14,7 +14,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration, resize_matrix, working_size
+from knockcam.calibrate.calibration import Calibration, resize_matrix, working_copy
 from knockcam.calibrate.quality import plausible
 from knockcam.errors import KnockcamError
 
@@ -41,12 +41,13 @@ def _undistort(image: np.ndarray, calibration: Calibration | None) -> np.ndarray
 
 def _features(gray: np.ndarray, mask: np.ndarray | None, n: int, scaled: bool = False):
     """SIFT keypoints (pixels of ``gray``) and descriptors; with ``scaled``, found on the photo scaled
-    down to its working size (a 12 MP photo: ~10 s of SIFT at full size, a fraction at 1920 px)."""
+    down to its working size (a 12 MP photo: 15 s for a registration at full size, 2.3 s so)."""
     size = (gray.shape[1], gray.shape[0])
-    work = working_size(size) if scaled else size
-    if work != size:
-        gray = cv2.resize(gray, work, interpolation=cv2.INTER_AREA)
-        mask = None if mask is None else cv2.resize(mask, work, interpolation=cv2.INTER_NEAREST)
+    if scaled:
+        gray = working_copy(gray)
+    work = (gray.shape[1], gray.shape[0])
+    if work != size and mask is not None:
+        mask = cv2.resize(mask, work, interpolation=cv2.INTER_NEAREST)
     sift = cv2.SIFT_create(nfeatures=n)
     kps, desc = sift.detectAndCompute(gray, mask)
     if desc is None or len(kps) == 0:
