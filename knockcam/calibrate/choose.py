@@ -58,10 +58,17 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
 
     if len(detect_markers(image)) >= 3:
         return check(calibrate_markers(image, board, k, d), max_error_mm, "lay the cards flat against the corners")
+    return calibrate_automatically(image, board, k, d, max_error_mm)
+
+
+def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
+                            max_error_mm: float | None = None) -> Calibration:
+    """The automatic method, checked: a KnockcamError saying what to do when the board is not found
+    or its error is over the limit (in a blurred photo: retake it)."""
     from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
 
     try:
-        cal = calibrate_auto(image, board, k, d)
+        cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
     except KnockcamError as exc:
         if "board not found" in str(exc):
             raise KnockcamError(NOT_FOUND) from None

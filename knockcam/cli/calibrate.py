@@ -105,9 +105,9 @@ def run(args) -> int:
 
         cal = check(calibrate_markers(image, board, k, d))
     elif args.auto:
-        from knockcam.calibrate.auto import calibrate_auto
+        from knockcam.calibrate.choose import calibrate_automatically
 
-        cal = check(calibrate_auto(image, board, k, d))
+        cal = calibrate_automatically(image, board, k, d)
     elif args.reference:
         cal = calibrate(image, board, reference=(_read(args.reference[0]), args.reference[1]), camera=camera)
     else:

@@ -32,3 +32,14 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
 def test_sheet_writes_both_printables(tmp_path, capsys):
     assert main(["calibrate", "sheet", "--out", str(tmp_path)]) == 0
     assert (tmp_path / "markers.png").exists() and (tmp_path / "charuco.png").exists()
+
+
+def test_auto_refuses_a_blurred_photo_in_one_line_saying_retake_it(tmp_path, capsys):
+    from pathlib import Path
+
+    photo = Path(__file__).resolve().parents[2] / "fixtures" / "scenes" / "defocus.jpg"
+    out = tmp_path / "defocus.yaml"
+    assert main(["calibrate", str(photo), "--auto", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "the photo is blurred" in err and "retake it" in err and err.count("\n") == 1
+    assert not out.exists()  # nothing half-written
