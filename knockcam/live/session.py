@@ -272,10 +272,10 @@ class LiveGame:
         return stats
 
     def _auto_calibrate(self, image: np.ndarray) -> Calibration:
-        from knockcam.calibrate.auto import calibrate_auto
+        from knockcam.calibrate.choose import calibrate_automatically
 
         try:
-            cal = calibrate_auto(image, self.board)
+            cal = calibrate_automatically(image, self.board)
         except KnockcamError as exc:
             raise KnockcamError(f"no --calibration given and automatic calibration failed ({exc}); run "
                                 "'knockcam calibrate' and give --calibration") from None

@@ -104,21 +104,41 @@ def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):
     assert log.stat().st_size == size
 
 
-def test_frames_ending_mid_game_exit_3_and_resume_finishes_it(demo_files, board, tmp_path, capsys):
+def test_frames_ending_mid_game_exit_3_and_resume_finishes_it(demo, demo_files, board, tmp_path, capsys,
+                                                              monkeypatch):
+    from dataclasses import replace
+
+    from knockcam.calibrate import choose
+
     f = demo_files
     log = tmp_path / "stopped.jsonl"
     common = ["--answers", str(f["answers"]), "--quiet", "--json", "--no-model"]
-    # no --calibration: found automatically on the first frame, logged, and reused by --resume
+    # no --calibration: found automatically on the first frame, logged, and reused by --resume (the
+    # automatic method itself cannot place the board in this 480x270 video: see the next test)
+    calls = []
+    monkeypatch.setattr(choose, "calibrate_automatically", lambda image, board: calls.append(image.shape)
+                        or replace(demo.calibration, method="auto", error_mm=1.0))
     code = main(["live", "--video", str(f["video"]), "--reference", str(f["reference_jpeg"]), "--sides", "blue,red", "--order", "red,blue", "--tokens", "2", "--log",
                  str(log), "--max-frames", "120", *common])
     out = capsys.readouterr()
     assert code == 3 and "continue with 'knockcam live --resume" in out.err
     assert json.loads(out.out)["over"] is False
-    assert [e["method"] for e in read_log(log) if e["kind"] == "calibration"] == ["auto"]
+    assert [e["method"] for e in read_log(log) if e["kind"] == "calibration"] == ["auto"] and len(calls) == 1
     assert main(["live", "--resume", str(log), *common]) == 0
     out = capsys.readouterr()
-    assert "resumed" in out.err
+    assert "resumed" in out.err and len(calls) == 1
     assert json.loads(out.out)["standings"] == _standings(demo_expected(board))
+
+
+def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_do(demo_files, tmp_path, capsys):
+    """The 480x270 demo video: the automatic method puts the board 28 mm off and says 18 mm. Live mode
+    used to play the whole game on it; now it stops at the first frame, in one line, before any turn."""
+    log = tmp_path / "refused.jsonl"
+    code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
+                 "--tokens", "2", "--log", str(log), "--quiet", "--no-model", "--answers", str(demo_files["answers"])])
+    last = capsys.readouterr().err.splitlines()[-1]  # after the line naming the game log
+    assert code == 2 and last.startswith("knockcam: error: no --calibration given and automatic calibration failed")
+    assert "calibration error" in last and "over the 3 mm limit" in last and "give --calibration" in last
 
 
 def test_sides_without_order_draw_round_ones_order(tmp_path, demo_files, capsys):
