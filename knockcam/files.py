@@ -1,13 +1,18 @@
-"""Reading the files a user hands over (board, rounds, answers, game logs) with one-line errors, and
-writing every file knockcam makes atomically (never half-written)."""
+"""Reading the files a user hands over (photos, board, rounds, answers, game logs) with one-line errors,
+and writing every file knockcam makes atomically (never half-written)."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import sys
+import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from knockcam.errors import KnockcamError
@@ -63,3 +68,82 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
             pass
         raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
     return path
+
+
+# First bytes of the image formats OpenCV reads (anything else is "not an image").
+_SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"BM", "BMP"),
+               (b"II*\x00", "TIFF"), (b"MM\x00*", "TIFF"), (b"RIFF", "WebP"))
+# What libjpeg / libpng write to stderr about a damaged file.
+_DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error|libpng error|not a jpeg|truncat)",
+                                 re.IGNORECASE)
+
+
+def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
+    """The photo as an 8-bit BGR array, or a one-line KnockcamError: missing, not an image, or damaged.
+
+    A truncated or damaged JPEG/PNG is refused rather than scored half grey; the decoder's own
+    warnings are caught so the user sees one line, not libjpeg's.
+    """
+    import cv2
+
+    path = Path(path)
+    if not path.exists():
+        raise KnockcamError(f"{what} not found: {path} (check the path)")
+    if path.is_dir():
+        raise KnockcamError(f"{what} {path} is a folder, not an image file")
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise KnockcamError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    kind = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
+    if kind == "WebP" and data[8:12] != b"WEBP":
+        kind = None
+    if kind is None and data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftyphevc"):
+        raise KnockcamError(f"{path} is a HEIC photo, which knockcam cannot read: export it as JPEG "
+                            "(on an iPhone: Settings > Camera > Formats > Most Compatible)")
+    if kind is None:
+        raise KnockcamError(f"{path} is not an image (expected a JPEG, PNG, BMP, TIFF or WebP photo)")
+    damaged = _truncated(data, kind)
+    image, complaint = None, ""
+    if not damaged:
+        with _decoder_messages() as messages:
+            image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+        complaint = " ".join(" ".join(messages).split())
+        if image is None or _DECODER_COMPLAINTS.search(complaint):
+            damaged = complaint or "the decoder could not read it"
+    if damaged:
+        reason = damaged if isinstance(damaged, str) else "the file ends early"
+        raise KnockcamError(f"{what} {path} is a damaged {kind} file ({reason[:120]}): copy it again from the camera")
+    if min(image.shape[:2]) < 32:
+        raise KnockcamError(f"{what} {path} is only {image.shape[1]}x{image.shape[0]} pixels: too small to score")
+    return image
+
+
+def _truncated(data: bytes, kind: str) -> bool:
+    """True when a JPEG lacks its end marker or a PNG its IEND chunk (a copy cut short)."""
+    if kind == "JPEG":
+        return b"\xff\xd9" not in data[-4096:]
+    if kind == "PNG":
+        return b"IEND" not in data[-64:]
+    return False
+
+
+@contextmanager
+def _decoder_messages():
+    """Catch what native decoders print on file descriptor 2 during the block (a list, filled at exit)."""
+    messages: list[str] = []
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield messages
+        return
+    with tempfile.TemporaryFile() as sink:
+        os.dup2(sink.fileno(), 2)
+        try:
+            yield messages
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            sink.seek(0)
+            messages.append(sink.read().decode("utf-8", "replace"))

@@ -1,9 +1,18 @@
-"""Files knockcam writes: whole or not at all, with a one-line error saying where."""
+"""Files a user hands over (photos) are read or refused in one line; files knockcam writes are whole
+or not at all, with a one-line error saying where."""
 
+import sys
+from pathlib import Path
+
+import cv2
+import numpy as np
 import pytest
 
 from knockcam.errors import KnockcamError
-from knockcam.files import write_atomic
+from knockcam.files import load_photo, write_atomic
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
+from synthetic_scene import scene  # noqa: E402
 
 
 def test_text_and_bytes_are_written_whole_into_a_new_folder_with_no_temporary_left(tmp_path):
@@ -20,3 +29,44 @@ def test_a_place_that_cannot_be_written_is_a_clear_error_and_nothing_changes(tmp
     with pytest.raises(KnockcamError, match="cannot write .*not_a_folder/out.png: .*not_a_folder is a file, not a folder"):
         write_atomic(blocker / "out.png", b"data")
     assert blocker.read_text() == "x"
+
+
+def test_load_photo_reads_a_good_jpeg_and_png(tmp_path):
+    s = scene()
+    jpeg = load_photo(s.photo)
+    assert jpeg.shape == (720, 1280, 3) and jpeg.dtype == np.uint8
+    png = tmp_path / "a.png"
+    cv2.imwrite(str(png), jpeg)
+    assert np.array_equal(load_photo(png), jpeg)
+
+
+@pytest.mark.parametrize("case, words", [
+    ("missing", "not found"), ("folder", "folder"), ("text", "not an image"), ("truncated_jpeg", "damaged"),
+    ("truncated_png", "damaged"), ("zeroed_jpeg", "damaged"), ("tiny", "too small"), ("heic", "export it as JPEG")])
+def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
+    data = scene().photo.read_bytes()
+    path = tmp_path / "photo.jpg"
+    if case == "folder":
+        path.mkdir()
+    elif case == "text":
+        path.write_text("these are my notes, not a photo\n")
+    elif case == "truncated_jpeg":
+        path.write_bytes(data[: len(data) // 2])
+    elif case == "truncated_png":
+        ok, png = cv2.imencode(".png", load_photo(scene().photo))
+        path = tmp_path / "photo.png"
+        path.write_bytes(png.tobytes()[:-200])
+    elif case == "zeroed_jpeg":
+        bad = bytearray(data)
+        bad[len(data) // 2: len(data) // 2 + 3000] = b"\x00" * 3000
+        path.write_bytes(bytes(bad))
+    elif case == "heic":
+        path = tmp_path / "IMG_0001.HEIC"
+        path.write_bytes(b"\x00\x00\x00\x18ftypheic" + bytes(64))
+    elif case == "tiny":
+        path = tmp_path / "tiny.png"
+        cv2.imwrite(str(path), np.zeros((10, 10, 3), np.uint8))
+    with pytest.raises(KnockcamError) as err:
+        load_photo(path)
+    message = str(err.value)
+    assert words in message and "\n" not in message

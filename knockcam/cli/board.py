@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from knockcam.errors import KnockcamError
+from knockcam.files import load_photo
 
 BOARD_HELP = "board file (YAML; default: the reconstruction shipped with knockcam, see docs/board-file.md)"
 
@@ -118,9 +119,7 @@ def run_check(args) -> int:
     board = load_board(getattr(args, "board", None))
     corners = parse_corners(args.corners)
     photo = Path(args.photo)
-    image = cv2.imread(str(photo), cv2.IMREAD_COLOR)
-    if image is None:
-        raise KnockcamError(f"cannot read photo {photo} (give a JPEG or PNG file that exists)")
+    image = load_photo(photo)
     h, w = image.shape[:2]
     for x, y in corners:
         if not (0 <= x < w and 0 <= y < h):

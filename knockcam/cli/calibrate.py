@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from knockcam.errors import KnockcamError
+from knockcam.files import load_photo
 
 HELP = """examples:
   knockcam calibrate photo.jpg                       automatic (marker cards if in view, else the board outline)
@@ -39,17 +40,6 @@ def register(subparsers) -> None:
     p.set_defaults(run=run)
 
 
-def _read(path: str):
-    import cv2
-
-    if not Path(path).is_file():
-        raise KnockcamError(f"image not found: {path}")
-    image = cv2.imread(path, cv2.IMREAD_COLOR)
-    if image is None:
-        raise KnockcamError(f"cannot read {path} as an image (JPEG or PNG expected)")
-    return image
-
-
 def run(args) -> int:
     from knockcam.board import load_board
 
@@ -76,14 +66,14 @@ def run(args) -> int:
 
         if len(args.target) < 4:
             raise KnockcamError("calibrate camera needs at least 3 photos of the printed ChArUco board")
-        cal = calibrate_lens([_read(p) for p in args.target[1:]])
+        cal = calibrate_lens([load_photo(p, "ChArUco photo") for p in args.target[1:]])
         out = Path(args.out or "calibration/camera.yaml")
         cal.save(out)
         print(f"lens calibrated ({cal.error_source}); wrote {out}; pass --camera {out}")
         return 0
     if len(args.target) != 1:
         raise KnockcamError("calibrate takes one image (or: camera IMAGES..., sheet, bench)")
-    image = _read(verb)
+    image = load_photo(verb)
     camera = None
     if args.camera:
         from knockcam.calibrate.calibration import Calibration
@@ -109,7 +99,7 @@ def run(args) -> int:
 
         cal = calibrate_automatically(image, board, k, d)
     elif args.reference:
-        cal = calibrate(image, board, reference=(_read(args.reference[0]), args.reference[1]), camera=camera)
+        cal = calibrate(image, board, reference=(load_photo(args.reference[0], "reference photo"), args.reference[1]), camera=camera)
     else:
         cal = calibrate(image, board, corners=args.corners, camera=camera)
     out = Path(args.out or f"calibration/{Path(verb).stem}.yaml")

@@ -107,7 +107,7 @@ def choose_calibration(scene: DemoScene, scorer) -> tuple[object, str]:
     saved it on game night); the demo says plainly which one it used and how far apart they were.
     """
     from knockcam.calibrate.quality import board_errors_mm
-    from knockcam.pipeline import load_photo
+    from knockcam.files import load_photo
 
     saved = _saved_calibration(scene)
     try:

@@ -69,11 +69,10 @@ def run(args: argparse.Namespace) -> int:
     import datetime as dt
     import random
 
-    import cv2
-
     from knockcam.board.layout import load_board
     from knockcam.calibrate.calibration import Calibration
     from knockcam.errors import KnockcamError
+    from knockcam.files import load_photo
     from knockcam.live.display import Display
     from knockcam.live.frames import camera_source, video_source
     from knockcam.live.log import read_log
@@ -115,9 +114,7 @@ def run(args: argparse.Namespace) -> int:
         calibration = Calibration.load(args.calibration) if args.calibration else None
         reference = None
         if args.reference:
-            reference = cv2.imread(args.reference, cv2.IMREAD_COLOR)
-            if reference is None:
-                raise KnockcamError(f"cannot read the reference image {args.reference}")
+            reference = load_photo(args.reference, "empty-board frame")
         log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
         if log_path.exists() and log_path.stat().st_size > 0:
             raise KnockcamError(f"game log {log_path} already exists: continue it with --resume {log_path}, "

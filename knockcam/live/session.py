@@ -19,6 +19,7 @@ from knockcam import settings
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.errors import KnockcamError
+from knockcam.files import load_photo
 from knockcam.live.frames import Frame, Trouble
 from knockcam.live.log import GameLog, read_log
 from knockcam.live.motion import MotionGate
@@ -130,11 +131,7 @@ class LiveGame:
         if hasattr(self, "_cal_path") and live:
             self.calibration = Calibration.load(self._cal_path)
         if hasattr(self, "_ref_path") and live:
-            import cv2
-
-            self.reference = cv2.imread(str(self._ref_path), cv2.IMREAD_COLOR)
-            if self.reference is None:
-                raise KnockcamError(f"cannot read the reference frame {self._ref_path} named in the log")
+            self.reference = load_photo(self._ref_path, "empty-board frame (named in the game log)")
 
     # -- the prompter the tracker talks to --------------------------------------------------------------
     def ask(self, question) -> str:

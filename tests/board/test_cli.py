@@ -126,4 +126,4 @@ def test_check_bad_corners(tmp_path, capsys, corners, expect):
 
 def test_check_missing_photo(tmp_path, capsys):
     assert main(["board", "check", str(tmp_path / "none.jpg"), "--corners", "0,10 10,10 10,0 0,0"]) == 2
-    assert "cannot read photo" in capsys.readouterr().err
+    assert "photo not found" in capsys.readouterr().err

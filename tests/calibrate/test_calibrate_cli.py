@@ -23,10 +23,24 @@ def test_corners_on_the_command_line(tmp_path, scene, board, capsys):
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert main(["calibrate", str(tmp_path / "missing.jpg")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("knockcam: error: image not found") and err.count("\n") == 1
+    assert err.startswith("knockcam: error: photo not found") and err.count("\n") == 1
     bad = tmp_path / "x.jpg"
     bad.write_text("not an image")
     assert main(["calibrate", str(bad), "--corners", "1,2 3,4"]) == 2
+    assert "x.jpg is not an image" in capsys.readouterr().err
+
+
+def test_a_damaged_photo_is_refused_not_calibrated_half_grey(tmp_path, scene, board, capsys):
+    """The same photo checks as knockcam score (knockcam.files.load_photo): a copy cut short is refused."""
+    ok, jpeg = cv2.imencode(".jpg", scene.image)
+    cut = tmp_path / "cut.jpg"
+    cut.write_bytes(jpeg.tobytes()[: len(jpeg) // 2])
+    corners = " ".join(f"{x:.2f},{y:.2f}" for x, y in scene.truth.mm_to_px(board_corners_mm(board)))
+    out = tmp_path / "cut.yaml"
+    assert main(["calibrate", str(cut), "--corners", corners, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "cut.jpg is a damaged JPEG file" in err and err.count("\n") == 1
+    assert not out.exists()
 
 
 def test_sheet_writes_both_printables(tmp_path, capsys):

@@ -169,4 +169,10 @@ def test_nothing_is_written_when_the_game_cannot_start(tmp_path, monkeypatch, ca
     assert "--show needs a display" in capsys.readouterr().err
     assert main(["live", "--video", str(tmp_path / "missing.avi"), "--sides", "red,blue", "--log", str(log)]) == 2
     assert "video file not found" in capsys.readouterr().err
+    cut = tmp_path / "empty.jpg"  # an empty-board frame copied short: refused like any photo (knockcam.files)
+    cut.write_bytes(b"\xff\xd8\xff\xe0" + bytes(2000))
+    assert main(["live", "--video", str(demo_files["video"]), "--reference", str(cut), "--sides", "red,blue",
+                 "--log", str(log)]) == 2
+    err = capsys.readouterr().err
+    assert "empty-board frame" in err and "damaged JPEG" in err and err.count("\n") == 1
     assert not log.exists()
