@@ -100,6 +100,7 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
 
 FLAG_REASONS = (CLOSE_CALL, FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN)  # what makes a Position ambiguous
 HIDDEN = "hidden area"  # a token not found, under a part of the board the photo reports covered: a human looks there
+REFUSED = "photo refused"  # the automatic calibration refused the photo and asked for the corners: every token is a human's
 FLAG_BANDS = (1.0, 1.5, 2.0, 2.5, 3.0)  # close-call bands (assign.yaml ambiguity.sigmas) the trade-off table tries
 
 
@@ -183,10 +184,12 @@ def miss_cause(token: TrueToken) -> str:
 
 
 def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...], board: Board | None = None,
-                hidden: tuple[HiddenArea, ...] = ()) -> None:
+                hidden: tuple[HiddenArea, ...] = (), refused: bool = False) -> None:
     """Add one scene's result to the tally. A token not found counts as flagged when the photo reports
     the board covered where it rests (``hidden``: its space is among ``hidden_spaces``, or its base
-    touches a hidden area): the human is sent to look there."""
+    touches a hidden area): the human is sent to look there. ``refused``: the photo was not scored
+    (its automatic calibration was refused, the user is told to give the corners), so every token on
+    the board is missed and left to the human; none is an answer given."""
     pairs = match(found, truth)
     covered = hidden_spaces(hidden, board) if hidden and board is not None else ()
     reach = board.token.base_diameter_mm / 2 if board is not None else 0.0
@@ -196,7 +199,8 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         j = pairs.get(i)
         if j is None:
             tally.count_confusion(t.side, MISSED)
-            under = bool(hidden) and t.state != "off_board" and (t.space in covered or near_hidden(t.xy_mm, hidden, reach))
+            under = t.state != "off_board" and (refused or (bool(hidden) and (t.space in covered
+                                                                           or near_hidden(t.xy_mm, hidden, reach))))
             count_bands(tally, None, t.state == "off_board", flagged=under)
             if t.state == "off_board":  # not seen and off the board: out, as the rules say (S2)
                 tally.right += 1
@@ -209,7 +213,8 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
                 exact = False
                 if under:
                     tally.flagged += 1
-                    tally.flag_reasons[HIDDEN] = tally.flag_reasons.get(HIDDEN, 0) + 1
+                    reason = REFUSED if refused else HIDDEN
+                    tally.flag_reasons[reason] = tally.flag_reasons.get(reason, 0) + 1
                 else:
                     tally.unflagged += 1
                     sound = False
@@ -297,7 +302,7 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
             cal = scene.calibration if c.calibration == "given" else auto_cal
             if cal is None:
                 tally.calibration_failures += 1
-                score_scene(tally, [], scene.tokens)
+                score_scene(tally, [], scene.tokens, refused=True)
                 continue
             t0, c0 = time.perf_counter(), time.process_time()
             found = detect(scene.image, cal, board, reference=scene.reference if c.reference else None,
@@ -352,6 +357,8 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         "from the true base centre) are right. A token not found counts as right only if it is off the board; with "
         "the empty-board frame, one not found where the photo reports the board covered (`hidden` areas: a hand, a "
         "cup; its space under one, or its base touching one) counts as flagged: the human is sent to look there. "
+        "A photo the automatic calibration refuses is not scored (the user is told to give the corners): its tokens "
+        "count as missed and flagged (`photo refused`), never as answers given. "
         "Flagged = `ambiguous` (a human's call). Scenes exactly right: every token right and no false detection "
         "on the board, flags or not; scenes sound: every token right or flagged and no unflagged false detection.",
         "",
@@ -381,9 +388,9 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     lines += [f"| {t.name} | " + " | ".join(str(t.missed_by_cause.get(c, 0)) for c in MISS_CAUSES) + " |"
               for t in tallies]
     lines += ["", "Why tokens were flagged (share of all tokens; a token may have several reasons):", "",
-              "| configuration | " + " | ".join(r.replace("_", " ") for r in FLAG_REASONS + (HIDDEN,)) + " |",
-              "|---" * (len(FLAG_REASONS) + 2) + "|"]
-    lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS + (HIDDEN,))
+              "| configuration | " + " | ".join(r.replace("_", " ") for r in FLAG_REASONS + (HIDDEN, REFUSED)) + " |",
+              "|---" * (len(FLAG_REASONS) + 3) + "|"]
+    lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS + (HIDDEN, REFUSED))
               + " |" for t in tallies]
     sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
     lines += ["", f"Flags against unflagged accuracy: the same positions with other close-call bands (a call is close when "

@@ -158,6 +158,19 @@ def test_a_token_not_found_under_a_hidden_area_is_left_to_a_human():
     assert (missed.flagged, missed.unflagged, missed.unflagged_right, missed.scenes_sound) == (0, 1, 0, 0)
 
 
+def test_a_refused_photo_leaves_its_tokens_to_a_human_and_gives_no_answer():
+    """The automatic calibration refused the photo (the user is asked for the corners): its tokens on
+    the board are missed and flagged, an off-board one is still right, and the scene is not exact."""
+    on, off = truth_at("red", middle_of_a_space()), truth_at("blue", (-200.0, -200.0))
+    assert off.state == "off_board"
+    tally = Tally("auto")
+    score_scene(tally, [], (on, off), refused=True)
+    assert (tally.missed, tally.flagged, tally.unflagged, tally.unflagged_right, tally.right) == (1, 1, 1, 1, 1)
+    assert tally.flag_reasons == {"photo refused": 1} and (tally.scenes_exact, tally.scenes_sound) == (0, 1)
+    text = report([tally], {}, "knockcam bench --scenes 1", 1, 0, "none")
+    assert "| photo refused |" in text and "never as answers given" in text
+
+
 def test_a_fallen_token_is_found_anywhere_along_its_body():
     """It lies from its base to its top (28 mm): a detector that sees the body 24 mm from the base
     has found it (until 2026-11-24 such a token counted as missed, and its detection as false)."""
