@@ -10,12 +10,14 @@ import sys
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import yaml
 
 from knockcam.errors import KnockcamError
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 def read_text(path: str | Path, what: str, hint: str = "") -> str:
@@ -82,9 +84,11 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
     """The photo as an 8-bit BGR array, or a one-line KnockcamError: missing, not an image, or damaged.
 
     A truncated or damaged JPEG/PNG is refused rather than scored half grey; the decoder's own
-    warnings are caught so the user sees one line, not libjpeg's.
+    warnings are caught so the user sees one line, not libjpeg's. (numpy and OpenCV are imported
+    here: the rules engine reads its files through this module and loads no vision stack.)
     """
     import cv2
+    import numpy as np
 
     path = Path(path)
     if not path.exists():
