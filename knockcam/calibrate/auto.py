@@ -32,6 +32,7 @@ from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_u
 from knockcam.errors import KnockcamError
 
 NOT_FOUND = "board not found: give --corners, lay the marker sheet, or calibrate a reference photo"
+PLACED_BY_GRID = "estimate: placed by the printed grid"  # how error_source begins when the printed grid placed the board
 
 
 @dataclass(frozen=True)
@@ -49,8 +50,10 @@ class Outline:
     bow_mm: tuple[float, float] = (0.0, 0.0)  # hump fitted along the board and across it (0 when flat)
 
 
-def find_outline(image: np.ndarray, board: Board) -> Outline:
-    """The board's outline in this photo (undistorted pixels), or KnockcamError when there is none."""
+def find_outline(image: np.ndarray, board: Board, start_px: np.ndarray | None = None) -> Outline:
+    """The board's outline in this photo (undistorted pixels), or KnockcamError when there is none.
+    ``start_px``: four corners given by the user (near-left, near-right, far-right, far-left) to
+    start from instead of searching the photo for the board."""
     cfg = settings.load("calibrate")["auto"]
     if image is None or image.ndim < 2 or min(image.shape[:2]) < 32:
         raise KnockcamError("not an image to calibrate on (empty or tiny)")
@@ -58,6 +61,17 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
     colour = colour[..., :3]
     h, w = colour.shape[:2]
     scale = min(1.0, float(cfg["work_px"]) / max(w, h))
+    if start_px is None:
+        seeds, best_score, runner = _search(colour, board, scale, cfg)
+    else:
+        seeds, best_score, runner = [np.asarray(start_px, np.float64).reshape(4, 2)], 0.0, 0.0
+    return _place(colour, board, seeds, best_score, runner, scale, cfg)
+
+
+def _search(colour: np.ndarray, board: Board, scale: float, cfg: dict) -> tuple[list[np.ndarray], float, float]:
+    """Quadrilaterals that may be the board (full-resolution pixels, the likeliest first), the best
+    one's printed-grid score and the best other orientation's: KnockcamError when there is none."""
+    h, w = colour.shape[:2]
     small = cv2.resize(colour, (int(round(w * scale)), int(round(h * scale))), interpolation=cv2.INTER_AREA) \
         if scale < 1 else colour.copy()
     aspect = board.size_mm[1] / board.size_mm[0]
@@ -90,6 +104,14 @@ def find_outline(image: np.ndarray, board: Board) -> Outline:
         if min(np.abs(q - s).max() for s in seeds) > 2.0:
             seeds.append(q)
     seeds = [q / scale + (0.5 / scale - 0.5) for q in seeds]  # work pixel centres -> full-resolution pixels
+    return seeds, float(best_score), float(runner)
+
+
+def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score: float, runner: float,
+           scale: float, cfg: dict) -> Outline:
+    """The board placed from the first of ``seeds`` (its edges refined, then the printed grid
+    registered from it and from the other seeds), with its estimated error."""
+    h, w = colour.shape[:2]
     quad = seeds[0]
     mm = board_corners_mm(board)
     try:
@@ -195,7 +217,8 @@ def _apart_mm(h1: np.ndarray, h2: np.ndarray, board: Board) -> float:
     return float(np.sqrt(np.mean(_moved_mm(board_grid_mm(board, 50), h1, h2) ** 2)))
 
 
-def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None) -> Calibration:
+def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
+                   start_px: np.ndarray | None = None) -> Calibration:
     """A Calibration from the board outline found automatically: lens distortion removed first if
     known, else read off the printed lines (``fit_lens_from_grid``) and kept when the board found
     through it is estimated to be placed better than without it.
@@ -203,32 +226,40 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
     On tuning renders (seed 3000, 0-199) choosing by the estimate instead of by how much better the
     lens fits the lines took boards over 3 mm from 32 to 22 of 198, bad boards kept from 11 to 4 and
     good boards refused from 17 to 13: a mild lens (k1 and k2 a few hundredths) hardly bends the
-    printed lines in the middle of the photo, but moves a corner near the photo's edge by 3-6 mm."""
+    printed lines in the middle of the photo, but moves a corner near the photo's edge by 3-6 mm.
+
+    ``start_px``: the board's corners as the user gave them (in the photo as taken), to start from
+    instead of searching for the board (knockcam.calibrate.corners snaps them to the printed lines)."""
     if image is None or not hasattr(image, "ndim") or image.ndim < 2:
         raise KnockcamError("not an image to calibrate on")
     small = working_copy(image)
     if small is image:
-        return _calibrate_auto(image, board, camera_matrix, dist_coeffs)
+        return _calibrate_auto(image, board, camera_matrix, dist_coeffs, start_px)
     full, work = (image.shape[1], image.shape[0]), (small.shape[1], small.shape[0])
+    to_work = resize_matrix(full, work)
     if camera_matrix is not None:
-        camera_matrix = resize_matrix(full, work) @ np.asarray(camera_matrix, np.float64)
-    cal = _calibrate_auto(small, board, camera_matrix, dist_coeffs)
+        camera_matrix = to_work @ np.asarray(camera_matrix, np.float64)
+    if start_px is not None:
+        start_px = cv2.perspectiveTransform(np.asarray(start_px, np.float64).reshape(-1, 1, 2), to_work).reshape(-1, 2)
+    cal = _calibrate_auto(small, board, camera_matrix, dist_coeffs, start_px)
     return cal.resized(full, error_source=f"{cal.error_source}; found on the photo scaled down to {work[0]}x{work[1]}")
 
 
-def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs) -> Calibration:
+def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
+                    start_px: np.ndarray | None = None) -> Calibration:
     """``calibrate_auto`` on a photo at its working size."""
     lens_note = ""
     if camera_matrix is not None and dist_coeffs is not None:
         image = cv2.undistort(image, camera_matrix, dist_coeffs)
-        outline = find_outline(image, board)
+        outline = find_outline(image, board, _undistorted(start_px, camera_matrix, dist_coeffs))
     else:
-        outline = find_outline(image, board)
+        outline = find_outline(image, board, start_px)
         lens = fit_lens_from_grid(image, outline, board)
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
             try:
-                through_lens = find_outline(undistorted, board)
+                through_lens = find_outline(undistorted, board,
+                                            _undistorted(start_px, lens.camera_matrix, lens.dist_coeffs))
             except KnockcamError:  # the board is not found again once undistorted
                 through_lens = None
             # the board found again in the undistorted photo, or where the lens fit itself placed it
@@ -248,6 +279,14 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs)
     return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,
                        dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
                        error_source=_error_source(outline) + lens_note, hump=hump)
+
+
+def _undistorted(points_px: np.ndarray | None, camera_matrix, dist_coeffs) -> np.ndarray | None:
+    """Pixels of the photo as taken -> the same points in the photo undistorted by this lens."""
+    if points_px is None:
+        return None
+    pts = np.asarray(points_px, np.float64).reshape(-1, 1, 2)
+    return cv2.undistortPoints(pts, camera_matrix, dist_coeffs, P=camera_matrix).reshape(-1, 2)
 
 
 def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) -> float | None:
@@ -305,12 +344,24 @@ def placed_with_lens(lens: LensFit, outline: Outline, board: Board) -> Outline |
                    edge_corners_px=None, bow_mm=tuple(float(v) for v in lens.hump))
 
 
+def snap_to_grid(image: np.ndarray, board: Board, corners_px, camera_matrix=None, dist_coeffs=None) -> Calibration | None:
+    """The board placed by the printed grid, starting from four corners the user gave (photo pixels,
+    near-left, near-right, far-right, far-left) instead of a searched outline: the same registration,
+    lens, hump and error estimate as the automatic method. None when the printed grid does not
+    confirm the corners (a blurred photo, a board hidden under things)."""
+    try:
+        cal = calibrate_auto(image, board, camera_matrix, dist_coeffs, start_px=np.asarray(corners_px, np.float64))
+    except KnockcamError:
+        return None
+    return cal if cal.error_source.startswith(PLACED_BY_GRID) else None
+
+
 def _error_source(outline: Outline) -> str:
     cfg = settings.load("calibrate")["auto"]
     if outline.placed_by == "grid":
         bowed = (f"with the board's hump fitted ({outline.bow_mm[0]:.1f} mm along, {outline.bow_mm[1]:.1f} mm across); "
                  if any(outline.bow_mm) else "")
-        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
+        return (f"{PLACED_BY_GRID} ({outline.grid_fit:.0%} of its samples on a printed line); "
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines, {cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")

@@ -6,6 +6,7 @@ true corner is, compared with where it really is (board millimetres).
 
 from __future__ import annotations
 
+import os
 import platform
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from knockcam.bench import load_average
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm
@@ -75,7 +77,7 @@ def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
 def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     """Per method: corner errors (mm), reported errors, failures, seconds per image."""
     from knockcam.calibrate.auto import calibrate_auto
-    from knockcam.calibrate.corners import calibrate_corners
+    from knockcam.calibrate.corners import calibrate_corners, snap
     from knockcam.calibrate.markers import calibrate_markers
     from knockcam.calibrate.reference import calibrate_reference
     from knockcam.calibrate.scene import make_scene
@@ -106,6 +108,8 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
         s = make_scene(board, 500 + i)
         noisy = s.truth.mm_to_px(board_corners_mm(board)) + rng.normal(0, 1.5, (4, 2))
         record("corners (true corners + 1.5 px noise, own scenes)", s.truth,
+               lambda: snap(s.image, calibrate_corners(noisy, board, s.truth.image_size), board))
+        record("corners as given, not snapped to the printed lines (the same own scenes and noise)", s.truth,
                lambda: calibrate_corners(noisy, board, s.truth.image_size))
         record("auto (own scenes)", s.truth, lambda: calibrate_auto(s.image, board))
         ref = make_scene(board, 900 + i, art_seed=500 + i, tokens=0)
@@ -121,6 +125,12 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
                    lambda: calibrate_auto(img, board, *_known_lens(truth)))
             record(f"auto (held-out knockcam.synth photos: run {HELD_OUT_SEED}, 0-{held_out - 1}; lens unknown)", truth,
                    lambda: calibrate_auto(img, board))
+            if np.all((truth.corners_px(board.size_mm) >= 0) & (truth.corners_px(board.size_mm) < truth.image_size)):
+                noisy = truth.corners_px(board.size_mm) + rng.normal(0, 3.0, (4, 2))
+                record("corners (the same held-out photos, every corner in view: true corners + 3 px noise; lens "
+                       "unknown)", truth, lambda: snap(img, calibrate_corners(noisy, board, truth.image_size), board))
+                record("corners as given, not snapped to the printed lines (the same held-out photos and noise)", truth,
+                       lambda: calibrate_corners(noisy, board, truth.image_size))
         photo = _synth_photo(board, i, size=PHONE_SIZE)
         if photo is not None:
             img, truth = photo
@@ -134,7 +144,9 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "# Calibration benchmark",
         "",
         f"Made by: `knockcam calibrate bench --scenes {n} --held-out {held_out}` ({seconds:.0f} s on "
-        f"{platform.machine()}, Python {sys.version.split()[0]}). Synthetic data only; no real photos yet.",
+        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average at the end "
+        f"{load_average()}: above the CPU count, other work shared the cores and the seconds per image are "
+        "inflated). Synthetic data only; no real photos yet.",
         "",
         "Error = distance in board mm between each true board corner and where the calibration puts it "
         "(4 corners per scene). Targets (issue 5): median <= 1 mm, worst <= 3 mm for auto and reference. "

@@ -39,11 +39,11 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
                                 f"{size[0]}x{size[1]}: run 'knockcam calibrate' on this camera's image")
         return cal
     if corners is not None:
-        from knockcam.calibrate.corners import calibrate_corners, parse_corners
+        from knockcam.calibrate.corners import calibrate_corners, parse_corners, snap
 
         pts = parse_corners(corners) if isinstance(corners, str) else corners
-        return check(calibrate_corners(pts, board, size, camera_matrix=k, dist_coeffs=d), max_error_mm,
-                     "click or type the corners again, more carefully")
+        given = calibrate_corners(pts, board, size, camera_matrix=k, dist_coeffs=d)
+        return check(snap(image, given, board), max_error_mm, "click or type the corners again, more carefully")
     if reference is not None:
         from knockcam.calibrate.reference import Reference, make_reference, register
 

@@ -1,8 +1,17 @@
-"""Calibration from four corners the user gives (typed or clicked), in near-left, near-right, far-right, far-left order."""
+"""Calibration from four corners the user gives (typed or clicked), in near-left, near-right, far-right, far-left order.
+
+Corners typed or clicked are a few pixels off, and four points cannot show a lens or a board that
+does not lie flat; so the photo's printed lines are then registered from them (``snap``), as the
+automatic method does from the outline it finds. On 100 tuning renders (knockcam.synth seeds
+3000-3099, lens not given) with the true corners plus 1.5 px of noise, the worst point on the board
+was 5.1 mm off at the median with the corners alone, and 49 of the 51 calibrations their estimate
+kept were over 3 mm; snapped, 0.86 mm at the median and 5 bad boards among 89 kept (with 4 px of
+noise: 13.0 mm and 51 of 51 bad, against 1.0 mm and 6 of 84)."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 import numpy as np
 
@@ -51,3 +60,28 @@ def calibrate_corners(corners_px, board: Board, image_size: tuple[int, int], met
     return Calibration(method=method, image_size=(int(w), int(h)), homography=hom, camera_matrix=camera_matrix,
                        dist_coeffs=dist_coeffs, error_mm=err,
                        error_source=f"estimate: RMS over the board if each corner is off by {sigma:g} px (1 sigma)")
+
+
+def snap(image: np.ndarray, corners: Calibration, board: Board) -> Calibration:
+    """``corners`` (from calibrate_corners) moved onto the photo's printed lines when they confirm
+    them (knockcam.calibrate.auto.snap_to_grid): its method stays, its error is the registration's
+    estimate. Otherwise (or when that would move a corner further than calibrate.yaml
+    corners.snap_max_px) ``corners`` as given, saying why. calibrate.yaml corners.snap turns it off."""
+    cfg = settings.load("calibrate")["corners"]
+    if not cfg["snap"]:
+        return corners
+    from knockcam.calibrate.auto import snap_to_grid
+
+    given = corners.corners_px(board.size_mm)  # in the photo as taken (through the lens, if one is given)
+    placed = snap_to_grid(image, board, given, corners.camera_matrix, corners.dist_coeffs)
+    if placed is None:
+        return replace(corners, error_source=f"{corners.error_source}; the printed lines did not confirm the corners")
+    # a registration on the wrong printed line moves a corner by a whole space (50 px and more in a
+    # 1280 px photo); a typed or clicked corner is never that far off
+    limit = float(cfg["snap_max_px"]) * max(corners.image_size) / 1280.0
+    moved = float(np.max(np.hypot(*(placed.corners_px(board.size_mm) - given).T)))
+    if moved > limit:
+        return replace(corners, error_source=f"{corners.error_source}; the printed lines matched {moved:.0f} px away, "
+                                             "further than given corners are off, so the corners are used as given")
+    return replace(placed, method=corners.method,
+                   error_source=f"the given corners snapped to the printed lines: {placed.error_source}")

@@ -86,10 +86,10 @@ def run(args) -> int:
     d = None if camera is None else camera.dist_coeffs
     if args.click:
         from knockcam.calibrate.click import click_corners
-        from knockcam.calibrate.corners import calibrate_corners
+        from knockcam.calibrate.corners import calibrate_corners, snap
 
         size = (image.shape[1], image.shape[0])
-        cal = check(calibrate_corners(click_corners(image), board, size, "click", k, d))
+        cal = check(snap(image, calibrate_corners(click_corners(image), board, size, "click", k, d), board))
     elif args.markers:
         from knockcam.calibrate.markers import calibrate_markers
 

@@ -57,3 +57,22 @@ def test_auto_refuses_a_blurred_photo_in_one_line_saying_retake_it(tmp_path, cap
     err = capsys.readouterr().err
     assert "the photo is blurred" in err and "retake it" in err and err.count("\n") == 1
     assert not out.exists()  # nothing half-written
+
+
+def test_clicked_corners_are_snapped_to_the_printed_lines_and_saved(tmp_path, board, monkeypatch, capsys):
+    from pathlib import Path
+
+    import numpy as np
+
+    from knockcam.calibrate import click
+    from knockcam.calibrate.quality import board_errors_mm
+
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    truth = Calibration.from_dict(json.loads((scenes / "touching_and_lines.json").read_text())["calibration"])
+    clicked = truth.corners_px(board.size_mm) + np.random.default_rng(0).normal(0, 3.0, (4, 2))
+    monkeypatch.setattr(click, "click_corners", lambda image: clicked)
+    out = tmp_path / "clicked.yaml"
+    assert main(["calibrate", str(scenes / "touching_and_lines.jpg"), "--click", "--out", str(out), "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    assert printed["method"] == "click" and printed["error_source"].startswith("the given corners snapped")
+    assert board_errors_mm(Calibration.load(out), truth, board).max() < 1.0

@@ -1,9 +1,17 @@
-"""Four given corners: parsed, checked for order, and turned into a homography with an honest estimate."""
+"""Four given corners: parsed, checked for order, turned into a homography with an honest estimate,
+and snapped to the photo's printed lines."""
 
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import cv2
+import numpy as np
 import pytest
 
-from knockcam.calibrate.corners import calibrate_corners, parse_corners
-from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, corner_uncertainty_mm
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.corners import calibrate_corners, parse_corners, snap
+from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm, corner_uncertainty_mm
 from knockcam.errors import KnockcamError
 
 
@@ -37,3 +45,78 @@ def test_error_estimate_grows_with_corner_uncertainty(scene, board):
     small = corner_uncertainty_mm(scene.truth.homography, board, 0.5)
     large = corner_uncertainty_mm(scene.truth.homography, board, 3.0)
     assert large == pytest.approx(6 * small, rel=0.25)
+
+
+# --- snapped to the printed lines -------------------------------------------------------------
+SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+
+
+def _fixture(name):
+    truth = Calibration.from_dict(json.loads((SCENES / f"{name}.json").read_text())["calibration"])
+    return cv2.imread(str(SCENES / f"{name}.jpg")), truth
+
+
+def _off_by(truth, board, px, seed=0):
+    return truth.corners_px(board.size_mm) + np.random.default_rng(seed).normal(0, px, (4, 2))
+
+
+def test_corners_a_few_pixels_off_are_snapped_to_the_printed_lines(board):
+    """Four points 3 px off put this tilted board 6 mm off somewhere on its face, while their own
+    estimate says 3 mm; registered to the printed lines from there, it is within 1 mm."""
+    image, truth = _fixture("touching_and_lines")
+    given = calibrate_corners(_off_by(truth, board, 3.0), board, truth.image_size)
+    snapped = snap(image, given, board)
+    assert board_errors_mm(given, truth, board).max() > 5.0
+    assert board_errors_mm(snapped, truth, board).max() < 1.0
+    assert snapped.method == "corners" and snapped.error_source.startswith("the given corners snapped to the printed")
+    assert snapped.error_mm < 3.0
+
+
+def test_clicked_corners_keep_their_method_and_a_given_lens_is_used(board):
+    image, truth = _fixture("lens_distortion")
+    given = calibrate_corners(_off_by(truth, board, 1.5), board, truth.image_size, "click",
+                              truth.camera_matrix, truth.dist_coeffs)
+    snapped = snap(image, given, board)
+    assert snapped.method == "click" and snapped.dist_coeffs is not None
+    assert board_errors_mm(snapped, truth, board).max() < board_errors_mm(given, truth, board).max()
+    assert board_errors_mm(snapped, truth, board).max() < 2.0
+
+
+def test_corners_the_printed_lines_do_not_confirm_are_kept_as_given(board):
+    _, truth = _fixture("touching_and_lines")
+    blank = np.full((truth.image_size[1], truth.image_size[0], 3), 128, np.uint8)
+    given = calibrate_corners(_off_by(truth, board, 1.5), board, truth.image_size)
+    kept = snap(blank, given, board)
+    assert np.allclose(kept.homography, given.homography) and kept.error_mm == given.error_mm
+    assert kept.error_source.endswith("the printed lines did not confirm the corners")
+
+
+def test_lines_matched_far_from_the_given_corners_are_not_used(board, monkeypatch):
+    """A registration one printed line off moves the corners by a whole space: no click is that far off."""
+    from knockcam.calibrate import auto
+
+    image, truth = _fixture("touching_and_lines")
+    given = calibrate_corners(_off_by(truth, board, 1.5), board, truth.image_size)
+    shifted = np.array([[1.0, 0, 60.0], [0, 1.0, 0], [0, 0, 1.0]]) @ given.homography
+    monkeypatch.setattr(auto, "snap_to_grid", lambda *a, **k: replace(given, homography=shifted, error_mm=0.5))
+    kept = snap(image, given, board)
+    assert np.allclose(kept.homography, given.homography) and kept.error_mm == given.error_mm
+    assert "matched 60 px away" in kept.error_source and kept.error_source.endswith("used as given")
+
+
+def test_snapping_can_be_turned_off(board, monkeypatch):
+    from knockcam import settings as knockcam_settings
+
+    monkeypatch.setitem(knockcam_settings.load("calibrate")["corners"], "snap", False)
+    image, truth = _fixture("touching_and_lines")
+    given = calibrate_corners(_off_by(truth, board, 3.0), board, truth.image_size)
+    assert snap(image, given, board) is given
+
+
+def test_score_with_corners_uses_the_snapped_board(board):
+    """The one entry point (calibrate(corners=...)) that knockcam score and calibrate use snaps too."""
+    from knockcam.calibrate import calibrate
+
+    image, truth = _fixture("all_16_tokens")
+    cal = calibrate(image, board, corners=_off_by(truth, board, 3.0))
+    assert cal.method == "corners" and board_errors_mm(cal, truth, board).max() < 1.5
