@@ -32,7 +32,7 @@ from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_u
 from knockcam.errors import KnockcamError
 
 NOT_FOUND = "board not found: give --corners, lay the marker sheet, or calibrate a reference photo"
-PLACED_BY_GRID = "estimate: placed by the printed grid"  # how error_source begins when the printed grid placed the board
+PLACED_BY_GRID = "estimate: placed by the printed grid"  # error_source's start when the printed grid placed the board
 
 
 @dataclass(frozen=True)
@@ -344,7 +344,8 @@ def placed_with_lens(lens: LensFit, outline: Outline, board: Board) -> Outline |
                    edge_corners_px=None, bow_mm=tuple(float(v) for v in lens.hump))
 
 
-def snap_to_grid(image: np.ndarray, board: Board, corners_px, camera_matrix=None, dist_coeffs=None) -> Calibration | None:
+def snap_to_grid(image: np.ndarray, board: Board, corners_px, camera_matrix=None,
+                 dist_coeffs=None) -> Calibration | None:
     """The board placed by the printed grid, starting from four corners the user gave (photo pixels,
     near-left, near-right, far-right, far-left) instead of a searched outline: the same registration,
     lens, hump and error estimate as the automatic method. None when the printed grid does not

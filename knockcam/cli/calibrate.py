@@ -99,7 +99,8 @@ def run(args) -> int:
 
         cal = calibrate_automatically(image, board, k, d)
     elif args.reference:
-        cal = calibrate(image, board, reference=(load_photo(args.reference[0], "reference photo"), args.reference[1]), camera=camera)
+        reference = (load_photo(args.reference[0], "reference photo"), args.reference[1])
+        cal = calibrate(image, board, reference=reference, camera=camera)
     else:
         cal = calibrate(image, board, corners=args.corners, camera=camera)
     out = Path(args.out or f"calibration/{Path(verb).stem}.yaml")
