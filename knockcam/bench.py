@@ -256,16 +256,37 @@ class Config:
     reference: bool
     model: bool
     calibration: str  # given | auto
+    accept_offers: bool = False  # auto: a refusal that offers --max-error is accepted (as a user may)
 
 
 def configurations(has_model: bool) -> list[Config]:
+    """Every detector with the true calibration and with the automatic one; the best detector also
+    with every automatic calibration whose refusal offers ``--max-error`` accepted."""
     out = []
     for cal in ("given", "auto"):
         out.append(Config(f"reference frame, {cal} calibration", True, False, cal))
         if has_model:
             out.append(Config(f"learned model, {cal} calibration", False, True, cal))
             out.append(Config(f"model + reference, {cal} calibration", True, True, cal))
+    if has_model:
+        out.append(Config("model + reference, auto calibration, offers of --max-error accepted", True, True, "auto",
+                          accept_offers=True))
     return out
+
+
+def _auto_calibration(image: np.ndarray, board: Board, max_error_mm: float,
+                      ms: list[float] | None = None) -> Calibration | None:
+    """The automatic calibration of ``image`` up to ``max_error_mm`` (None when refused); its time added to ``ms``."""
+    from knockcam.calibrate import calibrate
+
+    t0 = time.perf_counter()
+    try:
+        cal = calibrate(image, board, max_error_mm=max_error_mm)
+    except KnockcamError:
+        return None
+    if ms is not None:
+        ms.append((time.perf_counter() - t0) * 1000)
+    return cal
 
 
 def run(board: Board, scenes: int, seed_start: int = 0, model=None,
@@ -277,7 +298,7 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     ``checkpoint(tallies, facts, scenes_done)`` is called every ``checkpoint_every`` scenes, so a
     long run leaves partial results behind.
     """
-    from knockcam.calibrate import calibrate
+    from knockcam.calibrate.choose import offered_max_error
     from knockcam.detect import detect
 
     if seed_start < 0 or seed_start + scenes > HELD_OUT_LIMIT:
@@ -285,21 +306,22 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                             f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
     configs = configurations(model is not None)
     tallies = {c.name: Tally(c.name) for c in configs}
+    limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
+    loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
     facts = {"calibration_ms": [], "floor": {"tokens": 0, "fallen": 0, "near_line": 0}}
     for n, seed in enumerate(range(seed_start, seed_start + scenes)):
         scene = make_scene(board, seed)
         for k, v in flag_floor(scene.tokens).items():
             facts["floor"][k] += v
-        auto_cal = None
-        try:
-            t0 = time.perf_counter()
-            auto_cal = calibrate(scene.image, board)
-            facts["calibration_ms"].append((time.perf_counter() - t0) * 1000)
-        except KnockcamError:
-            auto_cal = None
+        # found in the photo, or (as knockcam score --reference does) in the empty-board frame: no tokens in the way
+        auto = {False: _auto_calibration(scene.image, board, loosest, facts["calibration_ms"]),
+                True: _auto_calibration(scene.reference, board, loosest)}
         for c in configs:
             tally = tallies[c.name]
-            cal = scene.calibration if c.calibration == "given" else auto_cal
+            cal = scene.calibration if c.calibration == "given" else auto[c.reference]
+            if c.calibration == "auto" and cal is not None and (cal.error_mm or 0.0) > limit \
+                    and not (c.accept_offers and offered_max_error(cal) is not None):
+                cal = None  # refused
             if cal is None:
                 tally.calibration_failures += 1
                 score_scene(tally, [], scene.tokens, refused=True)
@@ -335,6 +357,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
            model_note: str, done: int | None = None) -> str:
     """The results file (markdown); ``done`` < ``scenes`` marks a partial result of a run still going."""
     lines = ["# Detection benchmark", ""]
+    limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
     if done is not None and done < scenes:
         lines += [f"**PARTIAL: {done} of {scenes} scenes so far (the run is still going or was stopped).**", ""]
         scenes = done
@@ -357,8 +380,14 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         "from the true base centre) are right. A token not found counts as right only if it is off the board; with "
         "the empty-board frame, one not found where the photo reports the board covered (`hidden` areas: a hand, a "
         "cup; its space under one, or its base touching one) counts as flagged: the human is sent to look there. "
+        "With the empty-board frame, the automatic calibration is found in that frame (no tokens in the way), as "
+        "`knockcam score --reference` does; without it, in the photo. "
         "A photo the automatic calibration refuses is not scored (the user is told to give the corners): its tokens "
-        "count as missed and flagged (`photo refused`), never as answers given. "
+        "count as missed and flagged (`photo refused`), never as answers given. The automatic calibration is "
+        f"refused over {limit:g} mm of estimated error (calibrate.yaml quality.max_error_mm), except in the last "
+        "row where the refusal offers `--max-error` (a board the printed grid placed, most of it seen, estimated up to "
+        f"{settings.load('calibrate')['quality']['accept_max_mm']:g} mm) and the user accepts it: its tokens carry "
+        "the larger error. "
         "Flagged = `ambiguous` (a human's call). Scenes exactly right: every token right and no false detection "
         "on the board, flags or not; scenes sound: every token right or flagged and no unflagged false detection.",
         "",

@@ -51,6 +51,7 @@ class ScoreOptions:
     board: str | Path | None = None  # board file; None: the shipped board
     order: tuple[str, ...] = ()  # turn order; empty: positions only, no payouts
     pot: int = POT_START  # the Free Parking pot before the round (R4)
+    max_error_mm: float | None = None  # the calibration error accepted (None: calibrate.yaml quality.max_error_mm)
 
 
 @dataclass(frozen=True)
@@ -127,11 +128,11 @@ def default_detector(image: np.ndarray, calibration: Calibration, board: Board,
     return detect(image, calibration, board, reference=reference)
 
 
-def _automatic(calibrate, image: np.ndarray, board: Board) -> Calibration:
+def _automatic(calibrate, image: np.ndarray, board: Board, max_error_mm: float | None = None) -> Calibration:
     """Automatic calibration; an unexpected failure inside the outline finder becomes a one-line answer
     that says what to do (the photo is still scorable with corners), never a traceback."""
     try:
-        return calibrate(image, board)
+        return calibrate(image, board, max_error_mm=max_error_mm)
     except KnockcamError:
         raise
     except (ValueError, IndexError, ArithmeticError, np.linalg.LinAlgError) as exc:
@@ -215,11 +216,12 @@ class Scorer:
                 raise KnockcamError(f"the calibration is for {w}x{h} images, this one is {size[0]}x{size[1]}")
             return opts.calibration
         if opts.calibration or opts.corners:
-            return calibrate(image, self.board, corners=opts.corners, calibration_file=opts.calibration)
+            return calibrate(image, self.board, corners=opts.corners, calibration_file=opts.calibration,
+                             max_error_mm=opts.max_error_mm)
         if self.reference is None:
-            return _automatic(calibrate, image, self.board)
+            return _automatic(calibrate, image, self.board, opts.max_error_mm)
         if self._reference_calibration is None:
-            self._reference_calibration = _automatic(calibrate, self.reference, self.board)
+            self._reference_calibration = _automatic(calibrate, self.reference, self.board, opts.max_error_mm)
         return self._reference_calibration
 
     def score(self, path: str | Path) -> ScoredPhoto:

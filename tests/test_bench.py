@@ -186,3 +186,22 @@ def test_a_fallen_token_is_found_anywhere_along_its_body():
     upright = Tally("u")  # an upright token 24 mm from a detection is still not found by it
     score_scene(upright, assign([found_at("red", body)], BOARD), (truth_at("red", xy),))
     assert (upright.missed, upright.false_detections) == (1, 1)
+
+
+def test_with_the_empty_board_frame_the_automatic_calibration_is_found_in_that_frame(monkeypatch):
+    """As knockcam score --reference does: the photo itself may be cluttered; the empty frame is calibrated."""
+    from dataclasses import replace
+
+    import numpy as np
+
+    from knockcam import bench
+    from knockcam.board import load_board
+
+    board = load_board()
+    real = bench.make_scene(board, 7)
+    blank = np.full_like(real.image, 128)
+    names = ("reference frame, auto calibration", "reference frame, given calibration")
+    for scene, failures in ((replace(real, image=blank), 0), (replace(real, reference=blank), 1)):
+        monkeypatch.setattr(bench, "make_scene", lambda board, seed, scene=scene: scene)
+        tallies = {t.name: t for t in bench.run(board, 1, seed_start=7)[0]}
+        assert [tallies[n].calibration_failures for n in names] == [failures, 0]

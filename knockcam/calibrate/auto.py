@@ -18,6 +18,7 @@ where it clearly matters, the photo is undistorted and the board found again.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import cv2
@@ -33,6 +34,16 @@ from knockcam.errors import KnockcamError
 
 NOT_FOUND = "board not found: give --corners, lay the marker sheet, or calibrate a reference photo"
 PLACED_BY_GRID = "estimate: placed by the printed grid"  # error_source's start when the printed grid placed the board
+ON_A_LINE = "% of its samples on a printed line"  # ... followed by this, after the share of the grid seen
+
+
+def grid_share(calibration: Calibration) -> float | None:
+    """The share of the printed grid's samples that sat on a printed line where the grid placed this
+    board (automatic, or corners snapped to the lines), from its error_source; None when the grid did
+    not place it."""
+    source = calibration.error_source or ""
+    found = re.search(re.escape(PLACED_BY_GRID) + r" \((\d+)" + re.escape(ON_A_LINE), source)
+    return None if found is None else int(found.group(1)) / 100.0
 
 
 @dataclass(frozen=True)
@@ -362,7 +373,7 @@ def _error_source(outline: Outline) -> str:
     if outline.placed_by == "grid":
         bowed = (f"with the board's hump fitted ({outline.bow_mm[0]:.1f} mm along, {outline.bow_mm[1]:.1f} mm across); "
                  if any(outline.bow_mm) else "")
-        return (f"{PLACED_BY_GRID} ({outline.grid_fit:.0%} of its samples on a printed line); "
+        return (f"{PLACED_BY_GRID} ({outline.grid_fit * 100:.0f}{ON_A_LINE}); "
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines, {cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +44,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
 
         pts = parse_corners(corners) if isinstance(corners, str) else corners
         given = calibrate_corners(pts, board, size, camera_matrix=k, dist_coeffs=d)
-        return check(snap(image, given, board), max_error_mm, "click or type the corners again, more carefully")
+        return check_corners(snap(image, given, board), max_error_mm)
     if reference is not None:
         from knockcam.calibrate.reference import Reference, make_reference, register
 
@@ -74,7 +75,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
             raise KnockcamError(NOT_FOUND) from None
         raise
     try:
-        return check(cal, max_error_mm, AUTO_HINT)
+        return check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
     except KnockcamError:
         width = blurred_lines_px(image, cal, board)
         if width is None:
@@ -83,3 +84,40 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
         return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px): "
                                         f"retake it in focus, holding the camera still, or {AUTO_HINT}")
+
+
+def check_corners(cal: Calibration, max_error_mm: float | None = None) -> Calibration:
+    """Given or clicked corners (snapped or not, knockcam.calibrate.corners), checked: the refusal says
+    what helps. Clicking again does not: the estimate counts a fixed click error, or the printed lines."""
+    from knockcam.calibrate.auto import grid_share
+
+    if grid_share(cal) is not None:
+        return check(cal, max_error_mm, "the printed lines place the board no better in this photo: "
+                                        + _what_to_do(cal, ["lay the marker sheet"]))
+    return check(cal, max_error_mm, "the board is too small or unsharp in this photo for four corners to place it: "
+                                    "retake it closer and in focus, or lay the marker sheet")
+
+
+def offered_max_error(cal: Calibration) -> float | None:
+    """The ``--max-error`` a refusal of this calibration offers, or None. Offered when the printed grid
+    placed the board (automatic, or corners snapped to it), most of the grid was seen on its lines,
+    and the estimate is within calibrate.yaml quality.accept_max_mm: a steep or distant view, whose
+    far end is small in the photo. The estimate rounded up to half a millimetre."""
+    from knockcam.calibrate.auto import grid_share
+
+    cfg = settings.load("calibrate")["quality"]
+    share = grid_share(cal)
+    if share is None or share < float(cfg["accept_min_grid_share"]) or cal.error_mm is None \
+            or cal.error_mm > float(cfg["accept_max_mm"]):
+        return None
+    return math.ceil(cal.error_mm * 2) / 2
+
+
+def _what_to_do(cal: Calibration, options: list[str]) -> str:
+    """``options`` joined into one hint; with ``offered_max_error``, also retaking the photo from closer
+    and higher above, or accepting it with ``--max-error`` (its tokens then carry the error)."""
+    accept = offered_max_error(cal)
+    if accept is not None:
+        options = options + ["retake it closer and from higher above",
+                             f"accept this one with --max-error {accept:g} (more close calls are then flagged)"]
+    return options[0] if len(options) == 1 else ", ".join(options[:-1]) + (", or " if len(options) > 2 else " or ") + options[-1]

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from knockcam.cli.score import add_max_error
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
 
@@ -34,6 +35,7 @@ def register(subparsers) -> None:
     p.add_argument("--board", help="board file (default: the shipped board)")
     p.add_argument("--camera", help="lens calibration file from 'knockcam calibrate camera'")
     p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml)")
+    add_max_error(p)
     p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
     p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -85,24 +87,26 @@ def run(args) -> int:
     k = None if camera is None else camera.camera_matrix
     d = None if camera is None else camera.dist_coeffs
     if args.click:
+        from knockcam.calibrate.choose import check_corners
         from knockcam.calibrate.click import click_corners
         from knockcam.calibrate.corners import calibrate_corners, snap
 
         size = (image.shape[1], image.shape[0])
-        cal = check(snap(image, calibrate_corners(click_corners(image), board, size, "click", k, d), board))
+        cal = check_corners(snap(image, calibrate_corners(click_corners(image), board, size, "click", k, d), board),
+                            args.max_error)
     elif args.markers:
         from knockcam.calibrate.markers import calibrate_markers
 
-        cal = check(calibrate_markers(image, board, k, d))
+        cal = check(calibrate_markers(image, board, k, d), args.max_error)
     elif args.auto:
         from knockcam.calibrate.choose import calibrate_automatically
 
-        cal = calibrate_automatically(image, board, k, d)
+        cal = calibrate_automatically(image, board, k, d, args.max_error)
     elif args.reference:
         reference = (load_photo(args.reference[0], "reference photo"), args.reference[1])
-        cal = calibrate(image, board, reference=reference, camera=camera)
+        cal = calibrate(image, board, reference=reference, camera=camera, max_error_mm=args.max_error)
     else:
-        cal = calibrate(image, board, corners=args.corners, camera=camera)
+        cal = calibrate(image, board, corners=args.corners, camera=camera, max_error_mm=args.max_error)
     out = Path(args.out or f"calibration/{Path(verb).stem}.yaml")
     cal.save(out, board.size_mm)
     if args.json:

@@ -48,11 +48,29 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
     p.add_argument("--reference", metavar="EMPTY_IMAGE",
                    help="the empty board from the same camera: turns on the reference-frame detector")
     p.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    add_max_error(p)
     if not with_round:
         p.set_defaults(order=None, pot=None)
         return
     p.add_argument("--order", metavar="SIDES", help="turn order, e.g. red,blue,green: score the round too")
     p.add_argument("--pot", metavar="M", type=int, default=None, help="Free Parking pot before the round (default 500)")
+
+
+def add_max_error(p: argparse.ArgumentParser) -> None:
+    """``--max-error MM``: accept a calibration whose estimated error is up to MM (the refusal says when it is worth it)."""
+    p.add_argument("--max-error", metavar="MM", type=_millimetres, default=None,
+                   help="accept a calibration estimated up to MM millimetres off (default 3): every token then "
+                        "carries that error, so more close calls are flagged for you to look at")
+
+
+def _millimetres(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"give a number of millimetres above 0, e.g. 4.5, not {text!r}")
+    return value
 
 
 def options_from(args) -> "ScoreOptions":
@@ -62,7 +80,7 @@ def options_from(args) -> "ScoreOptions":
     if args.pot is not None and not args.order:
         raise KnockcamError("--pot needs --order (the pot only matters when the round is scored)")
     return ScoreOptions(calibration=args.calibration, corners=args.corners, reference=args.reference,
-                        board=args.board, order=parse_order(args.order),
+                        board=args.board, order=parse_order(args.order), max_error_mm=args.max_error,
                         pot=POT_START if args.pot is None else int(args.pot))
 
 

@@ -275,7 +275,8 @@ class LiveGame:
             cal = calibrate_automatically(image, self.board)
         except KnockcamError as exc:
             raise KnockcamError(f"no --calibration given and automatic calibration failed ({exc}); run "
-                                "'knockcam calibrate' and give --calibration") from None
+                                "'knockcam calibrate' on a photo from this camera (with the --max-error it offers, if "
+                                "any) and give --calibration") from None
         log_calibration(self.log, cal, self.board, "automatic, first frame")
         self.tell(f"calibrated automatically (error {cal.error_mm or 0:.1f} mm)")
         return cal
