@@ -120,4 +120,6 @@ def _what_to_do(cal: Calibration, options: list[str]) -> str:
     if accept is not None:
         options = options + ["retake it closer and from higher above",
                              f"accept this one with --max-error {accept:g} (more close calls are then flagged)"]
-    return options[0] if len(options) == 1 else ", ".join(options[:-1]) + (", or " if len(options) > 2 else " or ") + options[-1]
+    if len(options) == 1:
+        return options[0]
+    return ", ".join(options[:-1]) + (", or " if len(options) > 2 else " or ") + options[-1]

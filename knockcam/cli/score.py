@@ -57,7 +57,7 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
 
 
 def add_max_error(p: argparse.ArgumentParser) -> None:
-    """``--max-error MM``: accept a calibration whose estimated error is up to MM (the refusal says when it is worth it)."""
+    """``--max-error MM``: accept a calibration estimated up to MM off (a refusal says when that is worth it)."""
     p.add_argument("--max-error", metavar="MM", type=_millimetres, default=None,
                    help="accept a calibration estimated up to MM millimetres off (default 3): every token then "
                         "carries that error, so more close calls are flagged for you to look at")

@@ -79,7 +79,7 @@ def test_clicked_corners_are_snapped_to_the_printed_lines_and_saved(tmp_path, bo
 
 
 def test_max_error_accepts_a_board_refused_for_its_estimate_and_saves_it(tmp_path, capsys):
-    """Render 3025 (51 degrees from overhead, lens not given): refused at 3 mm with an offer; --max-error 4.5 saves it."""
+    """Render 3025 (51 degrees from overhead, lens not given): refused with an offer; --max-error 4.5 saves it."""
     from knockcam.board import load_board
     from knockcam.synth.scene import make_photo
 
