@@ -58,9 +58,12 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
 
 def add_max_error(p: argparse.ArgumentParser) -> None:
     """``--max-error MM``: accept a calibration estimated up to MM off (a refusal says when that is worth it)."""
+    from knockcam import settings
+
+    limit = settings.load("calibrate")["quality"]["max_error_mm"]
     p.add_argument("--max-error", metavar="MM", type=_millimetres, default=None,
-                   help="accept a calibration estimated up to MM millimetres off (default 3): every token then "
-                        "carries that error, so more close calls are flagged for you to look at")
+                   help=f"accept a calibration estimated up to MM millimetres off (default {limit:g}): every token "
+                        "then carries that error, so more close calls are flagged for you to look at")
 
 
 def _millimetres(text: str) -> float:
