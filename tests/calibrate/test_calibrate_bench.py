@@ -26,3 +26,12 @@ def test_report_warns_of_inflated_seconds_only_when_other_work_shared_the_cores(
     assert "other work shared the cores" in report(results, 0, 1.0)
     monkeypatch.setattr(bench.os, "getloadavg", lambda: (1.4, 1.5, 1.6))
     assert "other work shared the cores" not in report(results, 0, 1.0)
+
+
+def test_offers_of_max_error_accepted_get_a_row_of_their_own():
+    results = {"auto (test)": {
+        "errors": [np.full(4, 0.5), np.full(4, 2.0), np.full(4, 5.0)], "board": [np.zeros(2)] * 3,
+        "reported": [1.0, 4.2, 5.5], "offered": [False, True, False], "failed": 0, "seconds": [1.0] * 3}}
+    text = report(results, 0, 1.0)
+    assert "| auto (test) | 1 | 0.50 | 0.50 | 0 | 2 | 1 |" in text
+    assert "| auto (test), 1 offers of --max-error accepted | 2 | 1.25 | 2.00 | 0 | 1 | 0 |" in text
