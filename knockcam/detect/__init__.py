@@ -65,12 +65,12 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
     learned = load_model(model)
-    found_ref, hidden = None, ()
+    found_ref, hidden, difference = None, (), None
     if reference is not None:
         from knockcam.detect.reference import look
 
         seen = look(image, reference, calibration, board)
-        found_ref, hidden = list(seen.tokens), seen.hidden
+        found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
     found_model = weak = None
     if learned is not None:
         # with a reference frame, the model's weak candidates too: they vouch for reference-only blobs
@@ -89,7 +89,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         from knockcam.detect.combine import combine
         from knockcam.detect.reference import in_reach
 
-        found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board))
+        found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board), difference=difference,
+                        base_radius_mm=board.token.base_diameter_mm / 2.0)
     from knockcam.detect.fallen import load as load_fallen, mark_fallen
 
     found = mark_fallen(found, image, calibration, board, load_fallen())

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from knockcam.detect.reference import Difference
 
 
 @dataclass(frozen=True)
@@ -34,3 +38,4 @@ class Detection:
 
     tokens: tuple[Token, ...]
     hidden: tuple[HiddenArea, ...] = ()
+    difference: "Difference | None" = None  # the reference detector's comparison with the empty board, if made
