@@ -32,7 +32,7 @@ from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_gr
 from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.errors import KnockcamError
 
-NOT_FOUND = "board not found: give --corners, lay the marker sheet, or calibrate a reference photo"
+NOT_FOUND = "board not found: give --corners or lay the marker sheet (calibration/README.md)"
 PLACED_BY_GRID = "estimate: placed by the printed grid"  # error_source's start when the printed grid placed the board
 ON_A_LINE = "% of its samples on a printed line"  # ... followed by this, after the share of the grid seen
 

@@ -13,7 +13,6 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import check
 from knockcam.errors import KnockcamError
 
-NOT_FOUND = "board not found: give --corners or lay the marker sheet (calibration/README.md)"
 AUTO_HINT = "give --corners or lay the marker sheet"
 
 
@@ -68,12 +67,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
     or its error is over the limit (in a blurred photo: retake it)."""
     from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
 
-    try:
-        cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
-    except KnockcamError as exc:
-        if "board not found" in str(exc):
-            raise KnockcamError(NOT_FOUND) from None
-        raise
+    cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
     try:
         return check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
     except KnockcamError:
