@@ -11,6 +11,8 @@ REVIEWS = ("always", "ambiguous", "never")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
+    from knockcam.cli.score import add_max_error
+
     parser = subparsers.add_parser(
         "live", help="run a whole game from a camera or video: slides, jail, Chance, Railroad, scores",
         description="Follow a game from an overhead camera: wait while things move, detect every token when the "
@@ -25,6 +27,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--reference", metavar="IMAGE", help="empty-board photo from this camera "
                         "(default: the first still frame, so start with the board clear)")
     parser.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    add_max_error(parser)
     parser.add_argument("--sides", metavar="LIST", help="the sides playing, e.g. red,blue,green")
     parser.add_argument("--order", metavar="LIST", help="round 1's turn order (default: --sides drawn at random, R6)")
     parser.add_argument("--tokens", metavar="N", type=int, default=None,
@@ -143,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
                                     echo=None if args.quiet else sys.stdout)
     else:
         prompter = TerminalPrompter()
-    live = LiveGame(log_path, prompter, display=display, board=board, model=None if args.no_model else "auto")
+    live = LiveGame(log_path, prompter, display=display, board=board, model=None if args.no_model else "auto",
+                    max_error_mm=args.max_error)
     if args.resume:
         snap = live.tracker.snapshot()
         print(f"resumed {log_path}: round {snap['round']} of {snap['rounds']}, {snap['phase']}"

@@ -39,7 +39,8 @@ def combine(model: list[Token], reference: list[Token], weak: list[Token] | None
     looks (knockcam.detect.reference.in_reach); None: everywhere. ``difference`` is the reference
     detector's comparison with the empty board (None: no check of model-only tokens against it);
     ``base_radius_mm`` the base disc it is read in."""
-    pairs = _match(model, reference, match_mm)
+    same_side_mm = max(match_mm, float(settings.load("detect").get("combine", {}).get("same_side_match_mm", match_mm)))
+    pairs = _match(model, reference, match_mm, same_side_mm)
     used_m = {i for i, _ in pairs}
     used_r = {j for _, j in pairs}
     out: list[Token] = []
@@ -111,8 +112,10 @@ def _near(xy, points, radius: float) -> bool:
     return any(np.hypot(xy[0] - p[0], xy[1] - p[1]) <= radius for p in points)
 
 
-def _match(model: list[Token], reference: list[Token], match_mm: float) -> list[tuple[int, int]]:
-    """Greedy nearest pairs within ``match_mm``, same side first (a colour conflict only as a last resort)."""
+def _match(model: list[Token], reference: list[Token], match_mm: float,
+           same_side_mm: float | None = None) -> list[tuple[int, int]]:
+    """Greedy nearest pairs, same side first (a colour conflict only as a last resort): within
+    ``same_side_mm`` (default ``match_mm``) of one colour, within ``match_mm`` of two."""
     if not model or not reference:
         return []
     a = np.array([t.xy_mm for t in model], dtype=np.float64)
@@ -120,10 +123,11 @@ def _match(model: list[Token], reference: list[Token], match_mm: float) -> list[
     dist = np.hypot(a[:, None, 0] - b[None, :, 0], a[:, None, 1] - b[None, :, 1])
     same = np.array([[m.side == r.side for r in reference] for m in model])
     cost = np.where(same, dist, dist + 1000.0)  # prefer a same-side partner at any distance within reach
+    limit = np.where(same, same_side_mm or match_mm, match_mm)
     pairs, used_m, used_r = [], set(), set()
     for flat in np.argsort(cost, axis=None, kind="stable"):
         i, j = np.unravel_index(flat, cost.shape)
-        if i in used_m or j in used_r or dist[i, j] > match_mm:
+        if i in used_m or j in used_r or dist[i, j] > limit[i, j]:
             continue
         pairs.append((int(i), int(j)))
         used_m.add(i)

@@ -86,7 +86,7 @@ class LiveGame:
     """A game rebuilt from its log, ready to go on with frames (``run``) or to be reported (``replay``)."""
 
     def __init__(self, log_path: str | Path, prompter, *, display=None, board: Board | None = None,
-                 live: bool = True, fsync: bool = True, model="auto"):
+                 live: bool = True, fsync: bool = True, model="auto", max_error_mm: float | None = None):
         self.log_path = Path(log_path)
         entries = read_log(self.log_path)
         if not entries:
@@ -98,6 +98,7 @@ class LiveGame:
                          where=str(self.log_path))
         self.display = display
         self.model = model
+        self.max_error_mm = max_error_mm  # the automatic calibration's limit (None: calibrate.yaml's)
         self.live_prompter = prompter
         self.log = GameLog(self.log_path, fsync=fsync) if live else None
         self.muted = True
@@ -272,11 +273,10 @@ class LiveGame:
         from knockcam.calibrate.choose import calibrate_automatically
 
         try:
-            cal = calibrate_automatically(image, self.board)
+            cal = calibrate_automatically(image, self.board, max_error_mm=self.max_error_mm)
         except KnockcamError as exc:
-            raise KnockcamError(f"no --calibration given and automatic calibration failed ({exc}); run "
-                                "'knockcam calibrate' on a photo from this camera (with the --max-error it offers, if "
-                                "any) and give --calibration") from None
+            raise KnockcamError(f"no --calibration given and automatic calibration failed ({exc}); or give "
+                                "--calibration from 'knockcam calibrate' on a photo from this camera") from None
         log_calibration(self.log, cal, self.board, "automatic, first frame")
         self.tell(f"calibrated automatically (error {cal.error_mm or 0:.1f} mm)")
         return cal

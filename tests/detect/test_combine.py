@@ -37,6 +37,15 @@ def test_far_apart_estimates_do_not_pretend_to_agree_closely():
     assert both.sigma_mm >= 4.0
 
 
+def test_one_colour_seen_by_both_detectors_up_to_the_same_side_radius_apart_is_one_token():
+    (both,) = combine([t("red", 100.0, 400.0)], [t("red", 116.0, 400.0, source="reference")])
+    assert both.source == "both" and both.sigma_mm >= 8.0  # their disagreement is its uncertainty
+    apart = combine([t("red", 100.0, 400.0)], [t("red", 126.0, 400.0, source="reference")])  # two bases touching
+    assert sorted(o.source for o in apart) == ["model_only", "reference_only"]
+    colours = combine([t("red", 100.0, 400.0)], [t("blue", 116.0, 400.0, source="reference")])  # two tokens
+    assert sorted((o.side, o.source) for o in colours) == [("blue", "reference_only"), ("red", "model_only")]
+
+
 def test_a_colour_conflict_is_kept_once_and_marked():
     out = combine([t("red", 100.0, 400.0, conf=0.6)], [t("yellow", 100.5, 400.0, conf=0.8, source="reference")])
     assert len(out) == 1

@@ -116,7 +116,7 @@ def test_frames_ending_mid_game_exit_3_and_resume_finishes_it(demo, demo_files, 
     # no --calibration: found automatically on the first frame, logged, and reused by --resume (the
     # automatic method itself cannot place the board in this 480x270 video: see the next test)
     calls = []
-    monkeypatch.setattr(choose, "calibrate_automatically", lambda image, board: calls.append(image.shape)
+    monkeypatch.setattr(choose, "calibrate_automatically", lambda image, board, max_error_mm=None: calls.append(image.shape)
                         or replace(demo.calibration, method="auto", error_mm=1.0))
     code = main(["live", "--video", str(f["video"]), "--reference", str(f["reference_jpeg"]), "--sides", "blue,red", "--order", "red,blue", "--tokens", "2", "--log",
                  str(log), "--max-frames", "120", *common])
@@ -139,6 +139,15 @@ def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_
     last = capsys.readouterr().err.splitlines()[-1]  # after the line naming the game log
     assert code == 2 and last.startswith("knockcam: error: no --calibration given and automatic calibration failed")
     assert "calibration error" in last and "over the 3 mm limit" in last and "give --calibration" in last
+    accepted = tmp_path / "accepted.jsonl"  # the user may accept the larger error, as with knockcam score
+    code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
+                 "--tokens", "2", "--log", str(accepted), "--quiet", "--no-model", "--answers",
+                 str(demo_files["answers"]), "--max-error", "20", "--max-frames", "3"])
+    assert code == 3
+    (cal,) = [e for e in read_log(accepted) if e["kind"] == "calibration"]
+    from knockcam.calibrate.calibration import Calibration
+
+    assert cal["method"] == "auto" and 3 < Calibration.load(tmp_path / cal["path"]).error_mm <= 20
 
 
 def test_sides_without_order_draw_round_ones_order(tmp_path, demo_files, capsys):
