@@ -18,7 +18,6 @@ where it clearly matters, the photo is undistorted and the board found again.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import cv2
@@ -33,17 +32,6 @@ from knockcam.calibrate.quality import board_corners_mm, board_grid_mm, corner_u
 from knockcam.errors import KnockcamError
 
 NOT_FOUND = "board not found: give --corners or lay the marker sheet (calibration/README.md)"
-PLACED_BY_GRID = "estimate: placed by the printed grid"  # error_source's start when the printed grid placed the board
-ON_A_LINE = "% of its samples on a printed line"  # ... followed by this, after the share of the grid seen
-
-
-def grid_share(calibration: Calibration) -> float | None:
-    """The share of the printed grid's samples that sat on a printed line where the grid placed this
-    board (automatic, or corners snapped to the lines), from its error_source; None when the grid did
-    not place it."""
-    source = calibration.error_source or ""
-    found = re.search(re.escape(PLACED_BY_GRID) + r" \((\d+)" + re.escape(ON_A_LINE), source)
-    return None if found is None else int(found.group(1)) / 100.0
 
 
 @dataclass(frozen=True)
@@ -289,7 +277,8 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
                     tuple(float(v) for v in up_px(hom, board, size)))
     return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,
                        dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
-                       error_source=_error_source(outline) + lens_note, hump=hump)
+                       error_source=_error_source(outline) + lens_note, hump=hump,
+                       grid_share=round(float(outline.grid_fit), 2) if outline.placed_by == "grid" else None)
 
 
 def _undistorted(points_px: np.ndarray | None, camera_matrix, dist_coeffs) -> np.ndarray | None:
@@ -365,7 +354,7 @@ def snap_to_grid(image: np.ndarray, board: Board, corners_px, camera_matrix=None
         cal = calibrate_auto(image, board, camera_matrix, dist_coeffs, start_px=np.asarray(corners_px, np.float64))
     except KnockcamError:
         return None
-    return cal if cal.error_source.startswith(PLACED_BY_GRID) else None
+    return cal if cal.grid_share is not None else None
 
 
 def _error_source(outline: Outline) -> str:
@@ -373,7 +362,7 @@ def _error_source(outline: Outline) -> str:
     if outline.placed_by == "grid":
         bowed = (f"with the board's hump fitted ({outline.bow_mm[0]:.1f} mm along, {outline.bow_mm[1]:.1f} mm across); "
                  if any(outline.bow_mm) else "")
-        return (f"{PLACED_BY_GRID} ({outline.grid_fit * 100:.0f}{ON_A_LINE}); "
+        return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines, {cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")

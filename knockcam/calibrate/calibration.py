@@ -97,6 +97,7 @@ class Calibration:
     error_source: str | None = None  # how error_mm was obtained (residual of N points, or an estimate from what)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     hump: Hump | None = None  # the board's face is not flat (None: it is)
+    grid_share: float | None = None  # where the printed grid placed the board: share of its samples on a line (0.01)
 
     def mm_to_px(self, points_mm) -> np.ndarray:
         """(N, 2) board millimetres (on the board's face) -> (N, 2) image pixels (distorted if a lens model is set)."""
@@ -188,6 +189,7 @@ class Calibration:
             "error_source": self.error_source,
             "created": self.created,
             "hump": None if self.hump is None else self.hump.to_dict(),
+            "grid_share": None if self.grid_share is None else round(float(self.grid_share), 3),
         }
         if size_mm is not None:
             data["corners_px"] = self.corners_px(size_mm).round(2).tolist()
@@ -230,4 +232,5 @@ class Calibration:
             error_source=None if data.get("error_source") is None else str(data["error_source"]),
             created=str(data.get("created", "")),
             hump=None if data.get("hump") is None else Hump.from_dict(data["hump"]),
+            grid_share=None if data.get("grid_share") is None else float(data["grid_share"]),
         )

@@ -83,9 +83,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
 def check_corners(cal: Calibration, max_error_mm: float | None = None) -> Calibration:
     """Given or clicked corners (snapped or not, knockcam.calibrate.corners), checked: the refusal says
     what helps. Clicking again does not: the estimate counts a fixed click error, or the printed lines."""
-    from knockcam.calibrate.auto import grid_share
-
-    if grid_share(cal) is not None:
+    if cal.grid_share is not None:
         return check(cal, max_error_mm, "the printed lines place the board no better in this photo: "
                                         + _what_to_do(cal, ["lay the marker sheet"]))
     return check(cal, max_error_mm, "the board is too small or unsharp in this photo for four corners to place it: "
@@ -97,10 +95,8 @@ def offered_max_error(cal: Calibration) -> float | None:
     placed the board (automatic, or corners snapped to it), most of the grid was seen on its lines,
     and the estimate is within calibrate.yaml quality.accept_max_mm: a steep or distant view, whose
     far end is small in the photo. The estimate rounded up to half a millimetre."""
-    from knockcam.calibrate.auto import grid_share
-
     cfg = settings.load("calibrate")["quality"]
-    share = grid_share(cal)
+    share = cal.grid_share
     if share is None or share < float(cfg["accept_min_grid_share"]) or cal.error_mm is None \
             or cal.error_mm > float(cfg["accept_max_mm"]):
         return None

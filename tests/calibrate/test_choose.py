@@ -89,23 +89,22 @@ def test_a_sharp_board_refused_for_its_estimate_can_be_accepted_with_max_error(b
     assert corner_errors_mm(cal, truth, board).max() < 1.0
 
 
-def _placed(error_mm: float, source: str) -> Calibration:
+def _placed(error_mm: float, source: str, grid_share: float | None = None) -> Calibration:
     return Calibration(method="corners", image_size=(1280, 720), homography=np.eye(3), error_mm=error_mm,
-                       error_source=source)
+                       error_source=source, grid_share=grid_share)
 
 
 def test_refused_corners_are_told_what_helps(board):
     """Clicking again never helps: the estimate is the printed lines' (snapped) or a fixed click error."""
-    from knockcam.calibrate.auto import PLACED_BY_GRID
     from knockcam.calibrate.choose import check_corners
 
-    snapped = f"the given corners snapped to the printed lines: {PLACED_BY_GRID} (80% of its samples on a printed line)"
+    snapped = "the given corners snapped to the printed lines: estimate: placed by the printed grid"
     with pytest.raises(KnockcamError, match=r"place the board no better in this photo: lay the marker sheet, "
                                             r"retake it closer and from higher above, or accept this one with "
                                             r"--max-error 5 "):
-        check_corners(_placed(4.6, snapped), None)
-    assert check_corners(_placed(4.6, snapped), 5.0).error_mm == 4.6
-    for not_offered in (_placed(7.0, snapped), _placed(4.6, snapped.replace("80%", "55%"))):
+        check_corners(_placed(4.6, snapped, 0.8), None)
+    assert check_corners(_placed(4.6, snapped, 0.8), 5.0).error_mm == 4.6
+    for not_offered in (_placed(7.0, snapped, 0.8), _placed(4.6, snapped, 0.55)):
         with pytest.raises(KnockcamError) as refused:
             check_corners(not_offered, None)
         assert "--max-error" not in str(refused.value) and str(refused.value).endswith("lay the marker sheet")
