@@ -1,16 +1,16 @@
 """Two detectors, one answer: learned and reference-frame tokens matched by side and distance.
 
-Where both saw the same token (same side, bases close) the positions are averaged by their
-uncertainty and the token is trusted more (source "both"). Where they disagree -- one saw a token
+Where both saw the same token (same side, bases within detect.yaml combine.same_side_match_mm; of
+two sides, within MATCH_MM) the positions are averaged by their uncertainty and the token is
+trusted more (source "both"). Where they disagree -- one saw a token
 the other did not ("model_only" / "reference_only"), or they saw it in different colours
 ("conflict") -- the token is kept, marked, and knockcam.assign flags it for a human. A model token
 outside the reference detector's reach (off the board, where it never looks) is no disagreement:
 it keeps source "model". Blobs only
 the reference frame shows, where the model has not even a weak candidate, and several together,
 are dropped: a hand or a glare change differs from the empty board too (most reference-only blobs
-on held-out scenes were such). Model-only tokens the empty board contradicts are dropped too: a weak
-one where the photo does not differ from the empty board (nothing is there), and an unsure one
-standing inside the figure of a token the reference detector found (that token's top).
+on held-out scenes were such). A weak token only the model saw is dropped too where the photo does
+not differ from the empty board under its base: nothing is there.
 """
 
 from __future__ import annotations
@@ -89,23 +89,17 @@ def _vetted(reference: list[Token], alone: list[int], support: list, match_mm: f
 def _contradicted(token: Token, difference: "Difference | None", radius_mm: float) -> bool:
     """Whether the empty board rules out a token only the model saw (detect.yaml combine): a weak
     score (under ``unchanged_conf``) where under ``unchanged_share`` of its base differs from the
-    empty board -- nothing is there; or an unsure score with at least ``inside_share`` of its base
-    inside the figure of a token of its colour the reference detector found -- that token's top.
-    (A token of another colour there is one half hidden behind it.)
-    Measured with the shipped model, model + reference, true calibration: on seeds 3000-3199 it
-    drops 23 of the 59 phantom model-only tokens and no real one (scenes exactly right 115 -> 123 of
-    200); checked on seeds 3200-3399: 21 fewer phantoms, 84 -> 92 scenes exact, no real token lost.
-    Not a weak score alone: 6 of the 40 unsure model-only tokens on 3000-3199 were real."""
+    empty board -- nothing is there. Measured with the shipped model, model + reference, true
+    calibration, on seeds 3000-3199: 12 of 59 phantom model-only tokens dropped, no real one;
+    checked on seeds 3400-3799: 27 fewer phantoms, scenes exactly right 208 -> 222 of 400, no real
+    token lost."""
     if difference is None or radius_mm <= 0:
         return False
-    seen = difference.shares(token.xy_mm, radius_mm, token.side)
-    if seen is None:
+    changed = difference.changed_share(token.xy_mm, radius_mm)
+    if changed is None:
         return False
-    changed, inside = seen
     cfg = settings.load("detect").get("combine", {})
-    if token.confidence < float(cfg.get("unchanged_conf", 0.0)) and changed < float(cfg.get("unchanged_share", 0.0)):
-        return True
-    return token.unsure and inside >= float(cfg.get("inside_share", 1.01))
+    return token.confidence < float(cfg.get("unchanged_conf", 0.0)) and changed < float(cfg.get("unchanged_share", 0.0))
 
 
 def _near(xy, points, radius: float) -> bool:

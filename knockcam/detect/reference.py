@@ -304,48 +304,40 @@ def look(image: np.ndarray, reference: np.ndarray, calibration: Calibration, boa
         tokens.append(Token(side=SIDES[side_i], xy_mm=(float(xy[0]), float(xy[1])), confidence=round(confidence, 4),
                             sigma_mm=round(sigma, 3), xy_px=(float(px[0]), float(px[1])), source=SOURCE,
                             fallen=blob.fallen, unsure=blob.stray_beside))
-    figures = _silhouettes([b for b in blobs if b.fitted], view, vp, board)
-    hidden = hidden_areas(changed & board_mask, strong & board_mask, figures >= 0, view, cfg)
-    return Detection(tokens=tuple(tokens), hidden=hidden,
-                     difference=Difference(view=view, changed=changed & valid, figures=figures))
+    explained = _silhouettes([b for b in blobs if b.fitted], view, vp, board)
+    hidden = hidden_areas(changed & board_mask, strong & board_mask, explained, view, cfg)
+    return Detection(tokens=tuple(tokens), hidden=hidden, difference=Difference(view=view, changed=changed & valid))
 
 
 @dataclass(frozen=True)
 class Difference:
-    """The photo against the empty board, top-down: where it changed (shadows do not count) and where
-    the figures of the tokens found stand. Lets knockcam.detect.combine check the learned model's
-    tokens that this detector did not find."""
+    """Where the photo differs from the empty board, top-down (shadows do not count). Lets
+    knockcam.detect.combine check the learned model's tokens that this detector did not find."""
 
     view: TopDown
     changed: np.ndarray  # bool raster of view: the photo differs from the empty board here
-    figures: np.ndarray  # int raster of view: the side (index in SIDES) of the found token whose figure, base to
-    # top, the camera sees here; -1 none
 
-    def shares(self, xy_mm: tuple[float, float], radius_mm: float, side: str) -> tuple[float, float] | None:
-        """Of the disc of ``radius_mm`` about board point ``xy_mm``: the share that changed, and the
-        share the figure of a found ``side`` token covers (None off the raster: nothing known there)."""
+    def changed_share(self, xy_mm: tuple[float, float], radius_mm: float) -> float | None:
+        """The share of the disc of ``radius_mm`` about board point ``xy_mm`` that changed (None off
+        the raster: nothing known there)."""
         c = self.view.to_px([xy_mm])[0]
         disc = np.zeros(self.changed.shape, np.uint8)
         radius_px = max(1, int(round(radius_mm * self.view.px_per_mm)))
         cv2.circle(disc, (int(round(c[0])), int(round(c[1]))), radius_px, 1, -1)
         inside = disc.astype(bool)
-        if not inside.any():
-            return None
-        return float(self.changed[inside].mean()), float(np.mean(self.figures[inside] == SIDES.index(side)))
+        return float(self.changed[inside].mean()) if inside.any() else None
 
 
 def _silhouettes(blobs: list[Blob], view: TopDown, vp: Viewpoint, board: Board) -> np.ndarray:
-    """Where the found tokens' figures lie on the working raster (a fallen one: a disc twice the base),
-    as each one's side (index in SIDES; len(SIDES) when it has no colour vote; -1 where none is)."""
+    """Where the found tokens' figures lie on the working raster (a fallen one: a disc twice the base)."""
     radius = board.token.base_diameter_mm / 2.0 * view.px_per_mm
     nadir = view.to_px([vp.nadir_mm])[0]
     lean = _lean(vp, board)
-    out = np.full((view.size[1], view.size[0]), -1, np.int8)
+    out = np.zeros((view.size[1], view.size[0]), np.uint8)
     for blob in blobs:
         centre = np.asarray(blob.center_px, np.float64)
-        side = int(np.argmax(blob.side_votes)) if sum(blob.side_votes) > 0 else len(SIDES)
-        cv2.fillConvexPoly(out, _envelope(centre, nadir, radius * (2.0 if blob.fallen else 1.0), lean), side)
-    return out
+        cv2.fillConvexPoly(out, _envelope(centre, nadir, radius * (2.0 if blob.fallen else 1.0), lean), 1)
+    return out.astype(bool)
 
 
 def hidden_areas(changed: np.ndarray, strong: np.ndarray, explained: np.ndarray, view: TopDown,

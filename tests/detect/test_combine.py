@@ -147,23 +147,18 @@ def test_the_calibration_error_is_added_once_after_combining():
     assert with_calibration_error(fused, exact) == fused
 
 
-def _difference(changed_at=(), figure_at=(), radius_mm=12.5):
-    """A Difference on a 1 px/mm raster: changed discs at the given board points, and the figure of a
-    found token of a side as discs at ``figure_at``'s (side, point) pairs."""
+def _difference(changed_at=(), radius_mm=12.5):
+    """A Difference on a 1 px/mm raster, changed in discs about the given board points."""
     from knockcam.board.topdown import TopDown
     from knockcam.detect.reference import Difference
-    from knockcam.sides import SIDES
 
     view = TopDown(load_board(), px_per_mm=1.0, margin_mm=20.0)
     yy, xx = np.mgrid[0:view.size[1], 0:view.size[0]]
-    changed, figures = np.zeros(xx.shape, bool), np.full(xx.shape, -1, np.int8)
-    for side, xy in [(None, p) for p in changed_at] + list(figure_at):
+    changed = np.zeros(xx.shape, bool)
+    for xy in changed_at:
         c = view.to_px([xy])[0]
-        disc = np.hypot(xx - c[0], yy - c[1]) <= radius_mm
-        changed |= disc
-        if side is not None:
-            figures[disc] = SIDES.index(side)
-    return Difference(view=view, changed=changed, figures=figures)
+        changed |= np.hypot(xx - c[0], yy - c[1]) <= radius_mm
+    return Difference(view=view, changed=changed)
 
 
 def test_a_weak_model_only_token_where_the_photo_matches_the_empty_board_is_dropped():
@@ -174,17 +169,3 @@ def test_a_weak_model_only_token_where_the_photo_matches_the_empty_board_is_drop
     changed = _difference(changed_at=[(100.0, 400.0)])  # something is there: the weak token stays, flagged
     assert [o.side for o in combine([weak], [], difference=changed, base_radius_mm=12.5)] == ["red"]
     assert [o.side for o in combine([weak], [])] == ["red"]  # no comparison made: nothing to check against
-
-
-def test_an_unsure_model_only_token_inside_the_figure_of_a_found_one_of_its_colour_is_that_token_top():
-    found = t("green", 200.0, 500.0, source="reference")
-    top = Token(side="green", xy_mm=(200.0, 530.0), confidence=0.2, sigma_mm=3.0, unsure=True)
-    diff = _difference(figure_at=[("green", (200.0, y)) for y in (500.0, 515.0, 530.0)])
-    out = combine([top], [found], weak=[], difference=diff, base_radius_mm=12.5)
-    assert [(o.side, o.source) for o in out] == [("green", "reference_only")]
-    sure = Token(side="green", xy_mm=(200.0, 530.0), confidence=0.7, sigma_mm=3.0)  # a confident score: kept
-    out = combine([sure], [found], weak=[], difference=diff, base_radius_mm=12.5)
-    assert sorted(o.source for o in out) == ["model_only", "reference_only"]
-    behind = Token(side="blue", xy_mm=(200.0, 530.0), confidence=0.2, sigma_mm=3.0, unsure=True)
-    out = combine([behind], [found], weak=[], difference=diff, base_radius_mm=12.5)  # another colour: half hidden
-    assert sorted((o.side, o.source) for o in out) == [("blue", "model_only"), ("green", "reference_only")]
