@@ -321,11 +321,16 @@ class Difference:
         """The share of the disc of ``radius_mm`` about board point ``xy_mm`` that changed (None off
         the raster: nothing known there)."""
         c = self.view.to_px([xy_mm])[0]
-        disc = np.zeros(self.changed.shape, np.uint8)
-        radius_px = max(1, int(round(radius_mm * self.view.px_per_mm)))
-        cv2.circle(disc, (int(round(c[0])), int(round(c[1]))), radius_px, 1, -1)
+        cx, cy = int(round(c[0])), int(round(c[1]))
+        r = max(1, int(round(radius_mm * self.view.px_per_mm)))
+        h, w = self.changed.shape
+        x0, y0, x1, y1 = max(cx - r, 0), max(cy - r, 0), min(cx + r + 1, w), min(cy + r + 1, h)
+        if x0 >= x1 or y0 >= y1:
+            return None
+        disc = np.zeros((y1 - y0, x1 - x0), np.uint8)  # only the disc's window: the raster is the whole board
+        cv2.circle(disc, (cx - x0, cy - y0), r, 1, -1)
         inside = disc.astype(bool)
-        return float(self.changed[inside].mean()) if inside.any() else None
+        return float(self.changed[y0:y1, x0:x1][inside].mean()) if inside.any() else None
 
 
 def _silhouettes(blobs: list[Blob], view: TopDown, vp: Viewpoint, board: Board) -> np.ndarray:
