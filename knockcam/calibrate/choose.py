@@ -39,11 +39,10 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
                                 f"{size[0]}x{size[1]}: run 'knockcam calibrate' on this camera's image")
         return cal
     if corners is not None:
-        from knockcam.calibrate.corners import calibrate_corners, parse_corners, snap
+        from knockcam.calibrate.corners import parse_corners
 
         pts = parse_corners(corners) if isinstance(corners, str) else corners
-        given = calibrate_corners(pts, board, size, camera_matrix=k, dist_coeffs=d)
-        return check_corners(snap(image, given, board), max_error_mm)
+        return calibrate_from_corners(image, board, pts, "corners", k, d, max_error_mm)
     if reference is not None:
         from knockcam.calibrate.reference import Reference, make_reference, register
 
@@ -78,6 +77,17 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
         return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px): "
                                         f"retake it in focus, holding the camera still, or {AUTO_HINT}")
+
+
+def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",
+                           camera_matrix=None, dist_coeffs=None, max_error_mm: float | None = None) -> Calibration:
+    """Four corners the user gave (``method``: typed "corners" or "click"ed), snapped to the printed
+    lines where they confirm them (knockcam.calibrate.corners), checked by ``check_corners``."""
+    from knockcam.calibrate.corners import calibrate_corners, snap
+
+    size = (int(image.shape[1]), int(image.shape[0]))
+    given = calibrate_corners(corners_px, board, size, method, camera_matrix, dist_coeffs)
+    return check_corners(snap(image, given, board), max_error_mm)
 
 
 def check_corners(cal: Calibration, max_error_mm: float | None = None) -> Calibration:

@@ -87,13 +87,10 @@ def run(args) -> int:
     k = None if camera is None else camera.camera_matrix
     d = None if camera is None else camera.dist_coeffs
     if args.click:
-        from knockcam.calibrate.choose import check_corners
+        from knockcam.calibrate.choose import calibrate_from_corners
         from knockcam.calibrate.click import click_corners
-        from knockcam.calibrate.corners import calibrate_corners, snap
 
-        size = (image.shape[1], image.shape[0])
-        cal = check_corners(snap(image, calibrate_corners(click_corners(image), board, size, "click", k, d), board),
-                            args.max_error)
+        cal = calibrate_from_corners(image, board, click_corners(image), "click", k, d, args.max_error)
     elif args.markers:
         from knockcam.calibrate.markers import calibrate_markers
 
