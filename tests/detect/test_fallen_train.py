@@ -19,14 +19,15 @@ needs_model = pytest.mark.skipif(load_model() is None, reason="models/tokens.onn
 def test_examples_are_labelled_by_the_render_truth(fallen_p):
     cfg = merge(config(), {"tokens": {"fallen_p": fallen_p, "side_present_p": 1.0, "per_side_min": 2},
                            "occluders": {"hand_p": 0.0, "cup_p": 0.0, "card_p": 0.0, "banknote_p": 0.0}})
-    x, y, scores = scene_examples(BOARD, 200_123, cfg, GEOMETRY, load_model())
-    assert x.shape[1:] == (4, 64, 64) and len(x) == len(y) == len(scores) >= 4
+    cut, lean, y, scores = scene_examples(BOARD, 200_123, cfg, GEOMETRY, load_model())
+    assert cut.shape[1:] == (64, 64, 3) and cut.dtype == np.uint8
+    assert len(cut) == len(lean) == len(y) == len(scores) >= 4 and np.all(lean >= 0)
     assert np.all(y == fallen_p)
 
 
 def test_the_network_takes_a_batch_of_patches_and_gives_one_logit_each():
     torch = pytest.importorskip("torch")
-    from knockcam.detect.fallen_train import network
+    from knockcam.detect.patch_train import network
 
     out = network(64)(torch.zeros(3, 4, 64, 64))
     assert tuple(out.shape) == (3, 1)
