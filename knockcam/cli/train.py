@@ -1,5 +1,6 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
-with ``--fallen``, the fallen-token classifier (models/fallen.onnx) on renders it makes itself.
+with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--verify`` the token verifier
+(models/verify.onnx), each on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -44,8 +45,12 @@ def register(subparsers) -> None:
     parser.add_argument("--fallen", action="store_true",
                         help="train the fallen-token classifier instead: renders its own scenes, learns on the "
                              "token model's detections, exports OUT/fallen.onnx (recipe: detect.yaml fallen.train)")
+    parser.add_argument("--verify", action="store_true",
+                        help="train the token verifier instead: renders its own scenes with empty-board frames, "
+                             "learns on both detectors' candidates, exports OUT/verify.onnx (recipe: detect.yaml "
+                             "verify.train)")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen: training renders (default: detect.yaml fallen.train.scenes)")
+                        help="with --fallen or --verify: training renders (default: the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 
@@ -61,8 +66,12 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
+    if args.fallen and args.verify:
+        raise KnockcamError("--fallen and --verify train different networks: give one of them")
     if args.fallen:
         return _train_fallen(args)
+    if args.verify:
+        return _train_verify(args)
     from knockcam.detect import train as training
 
     if args.evaluate is not None:
@@ -115,6 +124,28 @@ def _train_fallen(args) -> int:
               f"caught, {result['standing_marked']:.2%} of standing ones marked; "
               f"1% marked at {result['threshold_1pct']:.3f} ({result['lying_caught_1pct']:.1%} caught), "
               f"2% at {result['threshold_2pct']:.3f} ({result['lying_caught_2pct']:.1%} caught)")
+    return 0
+
+
+def _train_verify(args) -> int:
+    import json
+
+    from knockcam.board.layout import load_board
+    from knockcam.detect.verify_train import train
+    from knockcam.errors import KnockcamError
+
+    if args.scenes is not None and args.scenes < 10:
+        raise KnockcamError(f"--scenes must be at least 10, not {args.scenes}")
+    log = (lambda line: None) if args.json else print
+    r = train(load_board(), args.out, scenes=args.scenes, epochs=args.epochs, workers=args.workers or 2, log=log)
+    if args.json:
+        print(json.dumps(r))
+    else:
+        print(f"exported: {r['model']}\n"
+              f"held out ({r['val_scenes']} renders, {r['candidates']} candidates: {r['real']} tokens, {r['none']} "
+              f"none): weak candidates kept {r['weak_real_kept']}/{r['weak_real']} real, {r['weak_none_kept']}/"
+              f"{r['weak_none']} none; others dropped {r['strong_real_dropped']}/{r['strong_real']} real, "
+              f"{r['strong_none_dropped']}/{r['strong_none']} none; side right for {r['side_right']:.2%} of tokens")
     return 0
 
 

@@ -1,0 +1,108 @@
+"""A second look with the empty-board frame: is a token really here, and of which colour?
+
+The two detectors disagree most about tokens in a cluster (one half hidden behind another), pale
+ones washed out by the light, and things that are no token (a fallen token's top, a card's edge).
+This stage cuts the photo *and* the empty-board frame around a candidate base (the same oriented
+patch as knockcam.detect.fallen: the camera's side at the bottom, where a standing figure leans
+above it) and a small convolutional network (models/verify.onnx, onnxruntime) gives the chance
+that a token of each side stands there, or none. With it, ``second_look``:
+
+- keeps the model's weak candidates (below ``model.conf``) that nothing else explains when the
+  network finds a token there: flagged ``unsure``, a human confirms them;
+- drops tokens only one detector saw when the network is sure nothing is there;
+- gives a token the side the network is sure of when the detectors said another (a yellow token
+  turned orange by the light), flagged as a disagreement.
+
+``knockcam train --verify`` trains it on synthetic renders (knockcam.detect.verify_train); settings
+in data/detect.yaml ``verify``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.patch import PatchClassifier, around, configured_path, load_once, network_input
+from knockcam.detect.tokens import Token
+from knockcam.sides import SIDES
+
+NONE = len(SIDES)  # the network's last class: no token here
+
+
+def default_path() -> Path:
+    """data/detect.yaml verify.path, else the shipped models/verify.onnx."""
+    return configured_path("verify", "verify.onnx")
+
+
+def sample(image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board, xy_mm,
+           geometry: dict) -> np.ndarray:
+    """(N, 7, S, S) network input for candidate bases at ``xy_mm``: the photo's patch and the empty
+    frame's (BGR in 0..1 each) and the figure's lean (knockcam.detect.patch)."""
+    return network_input(*around([image, reference], calibration, board, xy_mm, geometry))
+
+
+class TokenVerifier(PatchClassifier):
+    """models/verify.onnx: per candidate, the chance of a token of each side (SIDES order) and of none."""
+
+    what = "the token verifier"
+    remedy = " (retrain it with 'knockcam train --verify')"
+
+    def chances(self, image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board,
+                xy_mm) -> np.ndarray:
+        """(N, 5): for candidate bases at ``xy_mm``, the chance of a red, yellow, green, blue token, or none."""
+        return self.probabilities(sample(image, reference, calibration, board, xy_mm, self.geometry))
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """(N, 5) softmax over red, yellow, green, blue, none, for rows of ``sample``."""
+        if not len(x):
+            return np.zeros((0, NONE + 1))
+        logits = self.logits(x).reshape(len(x), NONE + 1).astype(np.float64)
+        e = np.exp(logits - logits.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+
+def load(path: str | Path | None = None) -> TokenVerifier | None:
+    """The shipped network (None when it has not been trained), kept for the next call."""
+    return load_once(TokenVerifier, Path(path) if path is not None else default_path())
+
+
+def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, reference: np.ndarray,
+                calibration: Calibration, board: Board, verifier: TokenVerifier | None) -> list[Token]:
+    """``tokens`` (combined) looked at again (data/detect.yaml verify): one-detector tokens the verifier
+    rules out dropped, tokens it is sure are of another side given that side and marked ``conflict``
+    (flagged), and the lone weak candidates it vouches for added, flagged ``unsure``."""
+    if verifier is None:
+        return list(tokens)
+    cfg = settings.load("detect")["verify"]
+    apart = float(cfg["apart_mm"])
+    lone = [t for t in weak if not any(np.hypot(t.xy_mm[0] - u.xy_mm[0], t.xy_mm[1] - u.xy_mm[1]) < apart
+                                       for u in tokens)]
+    looked = list(tokens) + lone
+    if not looked:
+        return []
+    p = verifier.chances(image, reference, calibration, board, [t.xy_mm for t in looked])
+    present = 1.0 - p[:, NONE]
+    likeliest = np.argmax(p[:, :NONE], axis=1)
+    out: list[Token] = []
+    for k, t in enumerate(tokens):
+        if t.source in ("model_only", "reference_only") and present[k] < float(cfg["drop_below"]):
+            continue
+        side = SIDES[int(likeliest[k])]
+        if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):
+            t = replace(t, side=side, source="conflict")
+        out.append(t)
+    added: list[Token] = []
+    for k in range(len(tokens), len(looked)):
+        t = looked[k]
+        if present[k] < float(cfg["keep_weak_above"]):
+            continue
+        if any(np.hypot(t.xy_mm[0] - u.xy_mm[0], t.xy_mm[1] - u.xy_mm[1]) < apart for u in added):
+            continue
+        added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), source="model_only",
+                             unsure=True))
+    return out + added

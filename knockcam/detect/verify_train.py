@@ -1,0 +1,124 @@
+"""Training the token verifier (knockcam.detect.verify): ``knockcam train --verify``.
+
+Renders synthetic scenes with their empty-board frames (training seeds only), runs both detectors
+on them, cuts the verifier's patches (photo and empty frame) around every candidate -- each model
+candidate down to ``model.support_conf`` and each reference-frame token -- and labels it by the
+render's truth: the side of the true token whose base (or, lying down, whose body) is within
+``positive_mm``, else "none" when none is within ``negative_mm`` (between the two: left out, a
+near miss is neither). Trains with knockcam.detect.patch_train, exports OUT/verify.onnx and measures
+it on scenes from other seeds. Recipe: data/detect.yaml ``verify.train``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.detect.patch_train import export, fit, gather, need_torch
+from knockcam.detect.verify import NONE
+from knockcam.errors import KnockcamError
+from knockcam.sides import SIDES
+
+AMBIGUOUS = -1  # a candidate between positive_mm and negative_mm of a true token: not learned from
+
+
+def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+    """One render's (patches: photo and empty frame side by side, lean, label, candidate score, 1 when
+    the model's candidate is under ``model.conf``): labels are side indices, NONE or AMBIGUOUS."""
+    import cv2
+
+    from knockcam.bench import true_tokens
+    from knockcam.detect.patch import around
+    from knockcam.detect.reference import look
+    from knockcam.synth.scene import make_photo
+
+    recipe = settings.load("detect")["verify"]["train"]
+    jpeg, truth, rendered, ref_jpeg = make_photo(board, seed, 0, cfg, reference=True)
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
+    calibration = rendered.spec.calibration(board)
+    candidates = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf))
+    candidates += list(look(image, reference, calibration, board).tokens)
+    size = int(geometry["size_px"])
+    if not candidates:
+        return (np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+    xy = np.array([t.xy_mm for t in candidates], np.float64)
+    side, dist = nearest_true(xy, true_tokens(truth, board))
+    label = np.where(dist <= float(recipe["positive_mm"]), side,
+                     np.where(dist > float(recipe["negative_mm"]), NONE, AMBIGUOUS))
+    cut, lean = around([image, reference], calibration, board, xy, geometry)
+    weak = np.array([t.source == "model" and t.confidence < model.conf for t in candidates], np.float64)
+    return cut, lean, label.astype(np.int64), np.array([t.confidence for t in candidates]), weak
+
+
+def nearest_true(xy: np.ndarray, truth) -> tuple[np.ndarray, np.ndarray]:
+    """For each point (N, 2): the side index of the nearest true token and the distance (mm) to its
+    base, or for one lying down to the nearest point of its body (knockcam.bench.match's rule)."""
+    if not truth:
+        return np.full(len(xy), NONE), np.full(len(xy), np.inf)
+    a = np.array([t.xy_mm for t in truth], np.float64)
+    ends = np.array([t.lies_to_mm if t.lies_to_mm is not None else t.xy_mm for t in truth], np.float64)
+    axis = ends - a
+    length2 = np.maximum(np.sum(axis * axis, axis=1), 1e-12)
+    along = np.clip(np.einsum("tk,tfk->tf", axis, xy[None, :, :] - a[:, None, :]) / length2[:, None], 0.0, 1.0)
+    nearest = a[:, None, :] + along[:, :, None] * axis[:, None, :]
+    d = np.hypot(nearest[..., 0] - xy[None, :, 0], nearest[..., 1] - xy[None, :, 1])
+    owner = d.argmin(axis=0)
+    return np.array([SIDES.index(truth[i].side) for i in owner]), d[owner, np.arange(len(xy))]
+
+
+def measure(path: Path, cut: np.ndarray, lean: np.ndarray, label: np.ndarray, weak: np.ndarray) -> dict:
+    """The exported verifier (onnxruntime, as at run time) on held-out candidates at detect.yaml's
+    thresholds: weak candidates kept (real tokens / none), one-detector-like candidates dropped, and
+    the side it gives real tokens."""
+    from knockcam.detect.patch import network_input
+    from knockcam.detect.verify import TokenVerifier
+
+    cfg = settings.load("detect")["verify"]
+    p = np.concatenate([TokenVerifier(path).probabilities(network_input(cut[i:i + 512], lean[i:i + 512]))
+                        for i in range(0, len(cut), 512)]) if len(cut) else np.zeros((0, NONE + 1))
+    present = 1.0 - p[:, NONE]
+    real, none, is_weak = label < NONE, label == NONE, weak > 0.5
+    keep, drop = present >= float(cfg["keep_weak_above"]), present < float(cfg["drop_below"])
+    return {"candidates": int(len(label)), "real": int(real.sum()), "none": int(none.sum()),
+            "weak_real": int((is_weak & real).sum()), "weak_real_kept": int((is_weak & real & keep).sum()),
+            "weak_none": int((is_weak & none).sum()), "weak_none_kept": int((is_weak & none & keep).sum()),
+            "strong_real_dropped": int((~is_weak & real & drop).sum()), "strong_real": int((~is_weak & real).sum()),
+            "strong_none_dropped": int((~is_weak & none & drop).sum()), "strong_none": int((~is_weak & none).sum()),
+            "side_right": float(np.mean(p[real, :NONE].argmax(axis=1) == label[real])) if real.any() else None}
+
+
+def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
+          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
+    """Render, train, export OUT/verify.onnx and measure it on held-out renders; returns the measurement."""
+    need_torch()
+    from knockcam.synth.scene import config
+
+    cfg = settings.load("detect")["verify"]
+    recipe = dict(cfg["train"])
+    if epochs is not None:
+        recipe["epochs"] = epochs
+    scenes = int(recipe["scenes"] if scenes is None else scenes)
+    val_scenes = int(recipe["val_scenes"] if val_scenes is None else val_scenes)
+    geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")}
+    first, val_first = int(recipe["scene_seed"]), int(recipe["val_scene_seed"])
+    if first < 100_000 or val_first < 100_000 or abs(val_first - first) < max(scenes, val_scenes):
+        raise KnockcamError("verify.train seeds must be training seeds (>= 100000) and the two ranges apart")
+    log(f"rendering {scenes} training scenes (seeds {first}..{first + scenes - 1}) and running both detectors")
+    cut, lean, label, _, _ = gather(scene_examples, board, range(first, first + scenes), config(), geometry, workers)
+    log(f"rendering {val_scenes} held-out scenes (seeds {val_first}..{val_first + val_scenes - 1})")
+    cut_v, lean_v, label_v, _, weak_v = gather(scene_examples, board, range(val_first, val_first + val_scenes),
+                                               config(), geometry, workers)
+    known = label != AMBIGUOUS
+    log(f"{int(known.sum())} training candidates ({int((label == NONE).sum())} no token; "
+        f"{int((~known).sum())} near misses left out)")
+    net = fit(cut[known], lean[known], label[known], recipe, outputs=NONE + 1, log=log)
+    path = export(net, geometry, Path(out) / "verify.onnx", channels=cut.shape[-1] + 1)
+    known_v = label_v != AMBIGUOUS
+    result = measure(path, cut_v[known_v], lean_v[known_v], label_v[known_v], weak_v[known_v])
+    result.update(model=str(path), scenes=scenes, val_scenes=val_scenes, epochs=int(recipe["epochs"]))
+    return result

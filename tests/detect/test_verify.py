@@ -1,0 +1,141 @@
+"""The second look with the empty-board frame: which one-detector tokens go, which weak candidates stay."""
+
+import json
+from pathlib import Path
+
+import cv2
+import numpy as np
+import pytest
+
+from knockcam.board import load_board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.detect import Token, verify
+from knockcam.detect.verify_train import NONE, nearest_true
+from knockcam.errors import KnockcamError
+from knockcam.settings import load
+
+BOARD = load_board()
+SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+GEOMETRY = {"size_px": 64, "mm_per_px": 1.25, "behind_mm": 30.0}
+CFG = load("detect")["verify"]
+
+
+def scene(name):
+    truth = json.loads((SCENES / f"{name}.json").read_text())
+    return (cv2.imread(str(SCENES / truth["image"])), cv2.imread(str(SCENES / f"{name}_ref.jpg")),
+            Calibration.from_dict(truth["calibration"]))
+
+
+class Told:
+    """A verifier that answers what it is told, by the candidate's x (mm)."""
+
+    def __init__(self, answers):
+        self.answers = answers
+
+    def chances(self, image, reference, calibration, board, xy_mm):
+        return np.array([self.answers[round(float(x))] for x, _ in xy_mm])
+
+
+def look(tokens, weak, answers):
+    image, reference, cal = scene("overhead")
+    return verify.second_look(tokens, weak, image, reference, cal, BOARD, Told(answers))
+
+
+SURE_NONE = [0.0, 0.0, 0.0, 0.0, 1.0]
+SURE_BLUE = [0.0, 0.0, 0.02, 0.97, 0.01]
+
+
+def test_without_a_verifier_nothing_changes():
+    image, reference, cal = scene("overhead")
+    tokens = [Token("red", (100.0, 300.0), 0.9, source="model_only")]
+    assert verify.second_look(tokens, [], image, reference, cal, BOARD, None) == tokens
+
+
+SURE_YELLOW = [0.0, 0.98, 0.0, 0.0, 0.02]
+SURE_GREEN = [0.0, 0.0, 0.99, 0.0, 0.01]
+
+
+def test_a_token_only_one_detector_saw_goes_where_the_verifier_sees_none():
+    tokens = [Token("red", (100.0, 300.0), 0.9, source="model_only"),
+              Token("green", (200.0, 300.0), 0.7, source="reference_only"),
+              Token("yellow", (300.0, 300.0), 0.9, source="both")]
+    kept = look(tokens, [], {100: SURE_NONE, 200: SURE_GREEN, 300: SURE_NONE})
+    assert [(t.side, t.source) for t in kept] == [("green", "reference_only"), ("yellow", "both")]  # both saw it: kept
+
+
+def test_a_token_the_verifier_is_sure_is_of_another_side_takes_that_side_flagged():
+    tokens = [Token("red", (100.0, 300.0), 0.97, source="both"), Token("green", (200.0, 300.0), 0.9, source="both")]
+    doubt = [0.0, 0.5, 0.0, 0.0, 0.5]  # yellow at most even odds: not sure enough to change anything
+    kept = look(tokens, [], {100: SURE_YELLOW, 200: doubt})
+    assert [(t.side, t.source) for t in kept] == [("yellow", "conflict"), ("green", "both")]
+
+
+def test_a_lone_weak_candidate_the_verifier_vouches_for_is_kept_flagged_in_its_colour():
+    tokens = [Token("yellow", (300.0, 300.0), 0.9, source="both")]
+    weak = [Token("green", (100.0, 500.0), 0.04), Token("red", (310.0, 300.0), 0.05),
+            Token("green", (103.0, 505.0), 0.03)]
+    kept = look(tokens, weak, {300: SURE_YELLOW, 100: SURE_BLUE, 103: SURE_BLUE})
+    assert len(kept) == 2  # the one beside the found token is that token; two at one place are one
+    added = kept[1]
+    assert added.side == "blue" and added.unsure and added.source == "model_only"
+    assert added.confidence == pytest.approx(0.99)
+
+
+def test_a_weak_candidate_is_kept_only_when_the_verifier_finds_a_token_there():
+    unsure = [0.0, 0.0, 0.0, CFG["keep_weak_above"] - 0.01, 1.01 - CFG["keep_weak_above"]]
+    assert look([], [Token("blue", (100.0, 500.0), 0.04)], {100: unsure}) == []
+
+
+def test_the_network_sees_the_photo_the_empty_frame_and_the_lean():
+    image, reference, cal = scene("oblique_60")
+    x = verify.sample(image, reference, cal, BOARD, [[200.0, 400.0], [100.0, 700.0]], GEOMETRY)
+    assert x.shape == (2, 7, 64, 64) and x.dtype == np.float32
+    assert np.all(x[:, 6] > 0)
+
+
+def test_a_damaged_verifier_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "verify.onnx"
+    bad.write_bytes(b"not a network")
+    with pytest.raises(KnockcamError, match="retrain it with 'knockcam train --verify'"):
+        verify.TokenVerifier(bad)
+
+
+def test_training_labels_come_from_the_nearest_true_base_or_lying_body():
+    from knockcam.bench import TrueToken
+
+    truth = (TrueToken("red", (100.0, 100.0), None, "no_space", False),
+             TrueToken("blue", (300.0, 300.0), None, "no_space", True, lies_to_mm=(300.0, 330.0)))
+    side, dist = nearest_true(np.array([[104.0, 103.0], [301.0, 325.0], [200.0, 200.0]]), truth)
+    assert list(side[:2]) == [0, 3]
+    assert dist[0] == pytest.approx(5.0) and dist[1] == pytest.approx(1.0) and dist[2] > 100
+    side, dist = nearest_true(np.array([[1.0, 2.0]]), ())
+    assert side[0] == NONE and np.isinf(dist[0])
+
+
+def test_train_verify_explains_bad_arguments(capsys):
+    from knockcam.cli import main
+
+    assert main(["train", "--verify", "--fallen"]) == 2
+    assert "give one of them" in capsys.readouterr().err
+    assert main(["train", "--verify", "--scenes", "3"]) == 2
+    assert "--scenes must be at least 10" in capsys.readouterr().err
+
+
+needs_verifier = pytest.mark.skipif(not verify.default_path().is_file(), reason="models/verify.onnx not trained yet")
+
+
+@needs_verifier
+@pytest.mark.parametrize("name", ["touching_and_lines", "all_16_tokens", "oblique_60"])
+def test_the_shipped_verifier_finds_the_fixtures_tokens_in_their_colours_and_none_on_bare_board(name):
+    image, reference, cal = scene(name)
+    truth = json.loads((SCENES / f"{name}.json").read_text())["tokens"]
+    seen = [t for t in truth if t["visible"] >= 0.5 and not t["fallen"] and t["state"] != "off_board"]
+    bases = np.array([t["xy_mm"] for t in truth])
+    grid = np.array([[x, y] for x in range(40, 400, 60) for y in range(60, 900, 60)], np.float64)
+    bare = grid[np.min(np.hypot(*(grid[:, None, :] - bases[None, :, :]).transpose(2, 0, 1)), axis=1) > 60]
+    p = verify.load().chances(image, reference, cal, BOARD, [t["xy_mm"] for t in seen] + bare.tolist())
+    tokens, empty = p[:len(seen)], p[len(seen):]
+    sides = [("red", "yellow", "green", "blue").index(t["side"]) for t in seen]
+    assert np.mean(tokens[:, :NONE].argmax(axis=1) == sides) >= 0.9
+    assert np.mean(1 - tokens[:, NONE] >= CFG["keep_weak_above"]) >= 0.9
+    assert len(bare) >= 20 and np.mean(empty[:, NONE] > 0.5) >= 0.95
