@@ -104,48 +104,39 @@ def run(args) -> int:
 
 
 def _train_fallen(args) -> int:
-    import json
-
-    from knockcam.board.layout import load_board
     from knockcam.detect.fallen_train import train
-    from knockcam.errors import KnockcamError
 
-    if args.scenes is not None and args.scenes < 10:
-        raise KnockcamError(f"--scenes must be at least 10, not {args.scenes}")
-    log = (lambda line: None) if args.json else print
-    result = train(load_board(), args.out, scenes=args.scenes, epochs=args.epochs,
-                   workers=args.workers or 2, log=log)
-    if args.json:
-        print(json.dumps(result))
-    else:
-        print(f"exported: {result['model']}\n"
-              f"held out ({result['val_scenes']} renders: {result['lying']} lying, {result['standing']} standing "
-              f"tokens): at threshold {result['threshold']:g}, {result['lying_caught']:.1%} of lying tokens "
-              f"caught, {result['standing_marked']:.2%} of standing ones marked; "
-              f"1% marked at {result['threshold_1pct']:.3f} ({result['lying_caught_1pct']:.1%} caught), "
-              f"2% at {result['threshold_2pct']:.3f} ({result['lying_caught_2pct']:.1%} caught)")
-    return 0
+    return _train_patch_network(args, train, lambda r: (
+        f"held out ({r['val_scenes']} renders: {r['lying']} lying, {r['standing']} standing "
+        f"tokens): at threshold {r['threshold']:g}, {r['lying_caught']:.1%} of lying tokens "
+        f"caught, {r['standing_marked']:.2%} of standing ones marked; "
+        f"1% marked at {r['threshold_1pct']:.3f} ({r['lying_caught_1pct']:.1%} caught), "
+        f"2% at {r['threshold_2pct']:.3f} ({r['lying_caught_2pct']:.1%} caught)"))
 
 
 def _train_verify(args) -> int:
+    from knockcam.detect.verify_train import train
+
+    return _train_patch_network(args, train, lambda r: (
+        f"held out ({r['val_scenes']} renders, {r['candidates']} candidates: {r['real']} tokens, {r['none']} "
+        f"none): weak candidates kept {r['weak_real_kept']}/{r['weak_real']} real, {r['weak_none_kept']}/"
+        f"{r['weak_none']} none; others dropped {r['strong_real_dropped']}/{r['strong_real']} real, "
+        f"{r['strong_none_dropped']}/{r['strong_none']} none; side right for {r['side_right']:.2%} of tokens"))
+
+
+def _train_patch_network(args, train, held_out) -> int:
+    """Train one of the patch networks (``train``: its module's train) and print what it measured
+    (``held_out``: the result -> one line), or the result as JSON."""
     import json
 
     from knockcam.board.layout import load_board
-    from knockcam.detect.verify_train import train
     from knockcam.errors import KnockcamError
 
     if args.scenes is not None and args.scenes < 10:
         raise KnockcamError(f"--scenes must be at least 10, not {args.scenes}")
     log = (lambda line: None) if args.json else print
-    r = train(load_board(), args.out, scenes=args.scenes, epochs=args.epochs, workers=args.workers or 2, log=log)
-    if args.json:
-        print(json.dumps(r))
-    else:
-        print(f"exported: {r['model']}\n"
-              f"held out ({r['val_scenes']} renders, {r['candidates']} candidates: {r['real']} tokens, {r['none']} "
-              f"none): weak candidates kept {r['weak_real_kept']}/{r['weak_real']} real, {r['weak_none_kept']}/"
-              f"{r['weak_none']} none; others dropped {r['strong_real_dropped']}/{r['strong_real']} real, "
-              f"{r['strong_none_dropped']}/{r['strong_none']} none; side right for {r['side_right']:.2%} of tokens")
+    result = train(load_board(), args.out, scenes=args.scenes, epochs=args.epochs, workers=args.workers or 2, log=log)
+    print(json.dumps(result) if args.json else f"exported: {result['model']}\n{held_out(result)}")
     return 0
 
 

@@ -16,8 +16,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.detect.patch_train import export, fit, gather, need_torch
-from knockcam.errors import KnockcamError
+from knockcam.detect.patch_train import export, fit, gather, need_torch, plan
 
 
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
@@ -73,24 +72,15 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
     from knockcam.synth.fixtures import merge
     from knockcam.synth.scene import config
 
-    cfg = settings.load("detect")["fallen"]
-    recipe = dict(cfg["train"])
-    if epochs is not None:
-        recipe["epochs"] = epochs
-    scenes = int(recipe["scenes"] if scenes is None else scenes)
-    val_scenes = int(recipe["val_scenes"] if val_scenes is None else val_scenes)
-    geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")}
+    recipe, geometry, seeds, val_seeds = plan("fallen", scenes, val_scenes, epochs)
     synth_cfg = merge(config(), {"tokens": {"fallen_p": float(recipe["fallen_p"])}})
-    first, val_first = int(recipe["scene_seed"]), int(recipe["val_scene_seed"])
-    if first < 100_000 or val_first < 100_000 or abs(val_first - first) < max(scenes, val_scenes):
-        raise KnockcamError("fallen.train seeds must be training seeds (>= 100000) and the two ranges apart")
-    log(f"rendering {scenes} training scenes (seeds {first}..{first + scenes - 1})")
-    cut, lean, y, _ = gather(scene_examples, board, range(first, first + scenes), synth_cfg, geometry, workers)
-    log(f"rendering {val_scenes} held-out scenes (seeds {val_first}..{val_first + val_scenes - 1})")
-    cut_v, lean_v, yv, _ = gather(scene_examples, board, range(val_first, val_first + val_scenes), synth_cfg, geometry, workers)
+    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]})")
+    cut, lean, y, _ = gather(scene_examples, board, seeds, synth_cfg, geometry, workers)
+    log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
+    cut_v, lean_v, yv, _ = gather(scene_examples, board, val_seeds, synth_cfg, geometry, workers)
     log(f"{len(y)} training examples ({int(y.sum())} lying), {len(yv)} held out ({int(yv.sum())} lying)")
     net = fit(cut, lean, y, recipe, log=log)
     path = export(net, geometry, Path(out) / "fallen.onnx")
-    result = measure(path, cut_v, lean_v, yv, float(cfg["threshold"]))
-    result.update(model=str(path), scenes=scenes, val_scenes=val_scenes, epochs=int(recipe["epochs"]))
+    result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")["fallen"]["threshold"]))
+    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
     return result

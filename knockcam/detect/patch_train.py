@@ -48,6 +48,25 @@ def gather(examples: Examples, board: Board, seeds: range, cfg: dict, geometry: 
     return tuple(np.concatenate(column) for column in zip(*parts))
 
 
+def plan(section: str, scenes: int | None, val_scenes: int | None, epochs: int | None) -> tuple[dict, dict, range, range]:
+    """detect.yaml SECTION.train's recipe (``epochs`` overriding it), SECTION.patch's geometry, and the
+    training and held-out seeds (``scenes`` / ``val_scenes`` of them, the recipe's when None);
+    KnockcamError unless both are training seeds (>= 100000) and the two ranges apart."""
+    from knockcam import settings
+
+    cfg = settings.load("detect")[section]
+    recipe = dict(cfg["train"])
+    if epochs is not None:
+        recipe["epochs"] = epochs
+    scenes = int(recipe["scenes"] if scenes is None else scenes)
+    val_scenes = int(recipe["val_scenes"] if val_scenes is None else val_scenes)
+    geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")}
+    first, val_first = int(recipe["scene_seed"]), int(recipe["val_scene_seed"])
+    if first < 100_000 or val_first < 100_000 or abs(val_first - first) < max(scenes, val_scenes):
+        raise KnockcamError(f"{section}.train seeds must be training seeds (>= 100000) and the two ranges apart")
+    return recipe, geometry, range(first, first + scenes), range(val_first, val_first + val_scenes)
+
+
 def network(size_px: int, channels: int = 4, outputs: int = 1):
     """Four 3x3 conv blocks (``channels`` -> 16 -> 32 -> 48 -> 64, each halving the patch), then two
     dense layers to ``outputs`` logits."""

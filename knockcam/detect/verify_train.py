@@ -18,9 +18,8 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.detect.patch_train import export, fit, gather, need_torch
+from knockcam.detect.patch_train import export, fit, gather, need_torch, plan
 from knockcam.detect.verify import NONE
-from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
 
 AMBIGUOUS = -1  # a candidate between positive_mm and negative_mm of a true token: not learned from
@@ -98,21 +97,11 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
     need_torch()
     from knockcam.synth.scene import config
 
-    cfg = settings.load("detect")["verify"]
-    recipe = dict(cfg["train"])
-    if epochs is not None:
-        recipe["epochs"] = epochs
-    scenes = int(recipe["scenes"] if scenes is None else scenes)
-    val_scenes = int(recipe["val_scenes"] if val_scenes is None else val_scenes)
-    geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")}
-    first, val_first = int(recipe["scene_seed"]), int(recipe["val_scene_seed"])
-    if first < 100_000 or val_first < 100_000 or abs(val_first - first) < max(scenes, val_scenes):
-        raise KnockcamError("verify.train seeds must be training seeds (>= 100000) and the two ranges apart")
-    log(f"rendering {scenes} training scenes (seeds {first}..{first + scenes - 1}) and running both detectors")
-    cut, lean, label, _, _ = gather(scene_examples, board, range(first, first + scenes), config(), geometry, workers)
-    log(f"rendering {val_scenes} held-out scenes (seeds {val_first}..{val_first + val_scenes - 1})")
-    cut_v, lean_v, label_v, _, weak_v = gather(scene_examples, board, range(val_first, val_first + val_scenes),
-                                               config(), geometry, workers)
+    recipe, geometry, seeds, val_seeds = plan("verify", scenes, val_scenes, epochs)
+    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}) and running both detectors")
+    cut, lean, label, _, _ = gather(scene_examples, board, seeds, config(), geometry, workers)
+    log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
+    cut_v, lean_v, label_v, _, weak_v = gather(scene_examples, board, val_seeds, config(), geometry, workers)
     known = label != AMBIGUOUS
     log(f"{int(known.sum())} training candidates ({int((label == NONE).sum())} no token; "
         f"{int((~known).sum())} near misses left out)")
@@ -120,5 +109,5 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
     path = export(net, geometry, Path(out) / "verify.onnx", channels=cut.shape[-1] + 1)
     known_v = label_v != AMBIGUOUS
     result = measure(path, cut_v[known_v], lean_v[known_v], label_v[known_v], weak_v[known_v])
-    result.update(model=str(path), scenes=scenes, val_scenes=val_scenes, epochs=int(recipe["epochs"]))
+    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
     return result
