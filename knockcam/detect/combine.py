@@ -78,9 +78,9 @@ def _vetted(reference: list[Token], alone: list[int], support: list, match_mm: f
     fewer phantom ones with the crowd rule; 11 more missed without it)."""
     cfg = settings.load("detect").get("combine", {})
     crowd, radius = int(cfg.get("veto_crowd", 2)), float(cfg.get("crowd_mm", 60.0))
-    unsupported = [j for j in alone if not _near(reference[j].xy_mm, support, match_mm)]
+    unsupported = [j for j in alone if not near(reference[j].xy_mm, support, match_mm)]
     points = [reference[j].xy_mm for j in unsupported]
-    vetoed = {j for j in unsupported if sum(_near(reference[j].xy_mm, [p], radius) for p in points) >= crowd}
+    vetoed = {j for j in unsupported if sum(near(reference[j].xy_mm, [p], radius) for p in points) >= crowd}
     if cfg.get("veto_fallen", False):
         vetoed |= {j for j in unsupported if reference[j].fallen or reference[j].unsure}
     return [j for j in alone if j not in vetoed]
@@ -102,7 +102,8 @@ def _contradicted(token: Token, difference: "Difference | None", radius_mm: floa
     return token.confidence < float(cfg.get("unchanged_conf", 0.0)) and changed < float(cfg.get("unchanged_share", 0.0))
 
 
-def _near(xy, points, radius: float) -> bool:
+def near(xy, points, radius: float) -> bool:
+    """Whether board point ``xy`` is within ``radius`` mm of any of ``points``."""
     return any(np.hypot(xy[0] - p[0], xy[1] - p[1]) <= radius for p in points)
 
 

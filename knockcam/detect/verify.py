@@ -27,6 +27,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.combine import near
 from knockcam.detect.patch import PatchClassifier, around, configured_path, load_once, network_input
 from knockcam.detect.tokens import Token
 from knockcam.sides import SIDES
@@ -80,8 +81,7 @@ def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, refer
         return list(tokens)
     cfg = settings.load("detect")["verify"]
     apart = float(cfg["apart_mm"])
-    lone = [t for t in weak if not any(np.hypot(t.xy_mm[0] - u.xy_mm[0], t.xy_mm[1] - u.xy_mm[1]) < apart
-                                       for u in tokens)]
+    lone = [t for t in weak if not near(t.xy_mm, [u.xy_mm for u in tokens], apart)]
     looked = list(tokens) + lone
     if not looked:
         return []
@@ -101,7 +101,7 @@ def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, refer
         t = looked[k]
         if present[k] < float(cfg["keep_weak_above"]):
             continue
-        if any(np.hypot(t.xy_mm[0] - u.xy_mm[0], t.xy_mm[1] - u.xy_mm[1]) < apart for u in added):
+        if near(t.xy_mm, [u.xy_mm for u in added], apart):
             continue
         added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), source="model_only",
                              unsure=True))
