@@ -9,7 +9,10 @@ that a token of each side stands there, or none. With it, ``second_look``:
 
 - keeps the model's weak candidates (below ``model.conf``) that nothing else explains when the
   network finds a token there: flagged ``unsure``, a human confirms them;
-- drops tokens only one detector saw when the network is sure nothing is there;
+- drops tokens the network is sure are not there (most often a second detection of a token lying
+  on its side, or a phantom off the board);
+- settles a disagreement when only one detector saw a token and the network is sure of it in that
+  colour (source ``verified``: not flagged for the disagreement);
 - gives a token the side the network is sure of when the detectors said another (a yellow token
   turned orange by the light), flagged as a disagreement.
 
@@ -33,6 +36,7 @@ from knockcam.detect.tokens import Token
 from knockcam.sides import SIDES
 
 NONE = len(SIDES)  # the network's last class: no token here
+ONE_DETECTOR = ("model_only", "reference_only")  # knockcam.detect.combine: the detectors disagree about it
 
 
 def default_path() -> Path:
@@ -74,9 +78,10 @@ def load(path: str | Path | None = None) -> TokenVerifier | None:
 
 def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, reference: np.ndarray,
                 calibration: Calibration, board: Board, verifier: TokenVerifier | None) -> list[Token]:
-    """``tokens`` (combined) looked at again (data/detect.yaml verify): one-detector tokens the verifier
-    rules out dropped, tokens it is sure are of another side given that side and marked ``conflict``
-    (flagged), and the lone weak candidates it vouches for added, flagged ``unsure``."""
+    """``tokens`` (combined) looked at again (data/detect.yaml verify): tokens the verifier rules out
+    dropped, one-detector tokens it vouches for in their colour marked ``verified``, tokens it is sure
+    are of another side given that side and marked ``conflict`` (flagged), and the lone weak
+    candidates it vouches for added, flagged ``unsure``."""
     if verifier is None:
         return list(tokens)
     cfg = settings.load("detect")["verify"]
@@ -90,11 +95,13 @@ def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, refer
     likeliest = np.argmax(p[:, :NONE], axis=1)
     out: list[Token] = []
     for k, t in enumerate(tokens):
-        if t.source in ("model_only", "reference_only") and present[k] < float(cfg["drop_below"]):
+        if present[k] < float(cfg["drop_below"]) or _second_sight(k, tokens, present, board, float(cfg["drop_beside_below"])):
             continue
         side = SIDES[int(likeliest[k])]
         if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):
             t = replace(t, side=side, source="conflict")
+        elif t.source in ONE_DETECTOR and p[k, SIDES.index(t.side)] >= float(cfg["vouch_above"]):
+            t = replace(t, source="verified")
         out.append(t)
     added: list[Token] = []
     for k in range(len(tokens), len(looked)):
@@ -106,3 +113,14 @@ def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, refer
         added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), source="model_only",
                              unsure=True))
     return out + added
+
+
+def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:
+    """Whether token ``k`` is a second detection of a token beside it: closer than a base's diameter to
+    a token of its side (two standing bases cannot be that close; a lying token or a figure's top is
+    seen twice) that the network is surer of, while it gives ``k`` itself under ``below`` chance."""
+    if present[k] >= below:
+        return False
+    t = tokens[k]
+    return any(j != k and u.side == t.side and present[j] > present[k]
+               and near(t.xy_mm, [u.xy_mm], board.token.base_diameter_mm) for j, u in enumerate(tokens))

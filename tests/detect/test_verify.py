@@ -9,6 +9,7 @@ import pytest
 
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.assign import DISAGREEMENT, assign
 from knockcam.detect import Token, verify
 from knockcam.detect.verify_train import NONE, nearest_true
 from knockcam.errors import KnockcamError
@@ -55,12 +56,25 @@ SURE_YELLOW = [0.0, 0.98, 0.0, 0.0, 0.02]
 SURE_GREEN = [0.0, 0.0, 0.99, 0.0, 0.01]
 
 
-def test_a_token_only_one_detector_saw_goes_where_the_verifier_sees_none():
+def test_a_token_goes_where_the_verifier_sees_none():
     tokens = [Token("red", (100.0, 300.0), 0.9, source="model_only"),
               Token("green", (200.0, 300.0), 0.7, source="reference_only"),
-              Token("yellow", (300.0, 300.0), 0.9, source="both")]
-    kept = look(tokens, [], {100: SURE_NONE, 200: SURE_GREEN, 300: SURE_NONE})
-    assert [(t.side, t.source) for t in kept] == [("green", "reference_only"), ("yellow", "both")]  # both saw it: kept
+              Token("yellow", (300.0, 300.0), 0.9, source="both"),
+              Token("blue", (400.0, 300.0), 0.9, source="both")]
+    barely = [0.0, 0.0, 0.0, 0.03, 0.97]  # a 3% chance of a token: not sure enough that none is there
+    kept = look(tokens, [], {100: SURE_NONE, 200: SURE_GREEN, 300: SURE_NONE, 400: barely})
+    assert [(t.side, t.source) for t in kept] == [("green", "reference_only"), ("blue", "both")]
+
+
+def test_a_token_only_one_detector_saw_is_verified_when_the_verifier_is_sure_of_its_colour():
+    certain = [0.0, 0.0, 0.9995, 0.0, 0.0005]
+    tokens = [Token("green", (100.0, 300.0), 0.9, source="model_only"),
+              Token("green", (200.0, 300.0), 0.7, source="reference_only"),
+              Token("green", (300.0, 300.0), 0.9, source="model_only"),  # sure, but not sure enough
+              Token("green", (400.0, 300.0), 0.9, source="both")]
+    kept = look(tokens, [], {100: certain, 200: certain, 300: SURE_GREEN, 400: certain})
+    assert [t.source for t in kept] == ["verified", "verified", "model_only", "both"]
+    assert [DISAGREEMENT in p.flags for p in assign(kept, BOARD)] == [False, False, True, False]
 
 
 def test_a_token_the_verifier_is_sure_is_of_another_side_takes_that_side_flagged():
@@ -139,3 +153,18 @@ def test_the_shipped_verifier_finds_the_fixtures_tokens_in_their_colours_and_non
     assert np.mean(tokens[:, :NONE].argmax(axis=1) == sides) >= 0.9
     assert np.mean(1 - tokens[:, NONE] >= CFG["keep_weak_above"]) >= 0.9
     assert len(bare) >= 20 and np.mean(empty[:, NONE] > 0.5) >= 0.95
+
+
+def test_a_doubted_token_closer_than_a_base_to_one_of_its_side_is_that_token_seen_twice():
+    doubted = [0.0, 0.0, 0.0, 0.04, 0.96]  # 4%: kept alone, but not beside a surer token of its side
+    base = BOARD.token.base_diameter_mm
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="both"),
+              Token("blue", (100.0 + base - 5, 300.0), 0.9, source="both"),   # beside it: seen twice
+              Token("blue", (300.0, 300.0), 0.9, source="both"),
+              Token("blue", (300.0 + base + 5, 300.0), 0.9, source="model_only"),  # a base apart: two tokens
+              Token("red", (500.0, 300.0), 0.9, source="both"),
+              Token("blue", (500.0 + base - 5, 300.0), 0.9, source="reference_only")]  # another side
+    answers = {100: SURE_BLUE, round(100 + base - 5): doubted, 300: SURE_BLUE, round(300 + base + 5): doubted,
+               500: [0.97, 0.0, 0.0, 0.0, 0.03], round(500 + base - 5): doubted}
+    kept = look(tokens, [], answers)
+    assert [t.xy_mm[0] for t in kept] == [100.0, 300.0, 300.0 + base + 5, 500.0, 500.0 + base - 5]
