@@ -343,10 +343,14 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
 
 
-def load_average() -> str:
-    """The machine's 1, 5 and 15 minute load averages as "a / b / c", for a results file."""
+def load_average(note_busy: bool = False) -> str:
+    """The machine's 1, 5 and 15 minute load averages as "a / b / c", for a results file; with
+    ``note_busy``, a warning when the last minute's is over the CPU count (times are inflated)."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else (float("nan"),) * 3
-    return " / ".join(f"{v:.1f}" for v in load)
+    text = " / ".join(f"{v:.1f}" for v in load)
+    if note_busy and load[0] > (os.cpu_count() or 1):
+        text += ": above the CPU count, other work shared the cores and the seconds per image are inflated"
+    return text
 
 
 def _pct(num: int, den: int) -> str:

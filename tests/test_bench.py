@@ -205,3 +205,16 @@ def test_with_the_empty_board_frame_the_automatic_calibration_is_found_in_that_f
         monkeypatch.setattr(bench, "make_scene", lambda board, seed, scene=scene: scene)
         tallies = {t.name: t for t in bench.run(board, 1, seed_start=7)[0]}
         assert [tallies[n].calibration_failures for n in names] == [failures, 0]
+
+
+def test_the_load_average_warns_when_other_work_shared_the_cores(monkeypatch):
+    import os
+
+    from knockcam.bench import load_average
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.2, 1.0, 0.5))
+    assert load_average() == "3.2 / 1.0 / 0.5"
+    assert load_average(note_busy=True).startswith("3.2 / 1.0 / 0.5: above the CPU count")
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 0.5))
+    assert load_average(note_busy=True) == "1.5 / 1.0 / 0.5"

@@ -142,21 +142,13 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     return results
 
 
-def _busy() -> str:
-    """A warning for the results file when other work shared the cores (the load is over the CPU count)."""
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
-    if load <= (os.cpu_count() or 1):
-        return ""
-    return ": above the CPU count, other work shared the cores and the seconds per image are inflated"
-
-
 def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) -> str:
     lines = [
         "# Calibration benchmark",
         "",
         f"Made by: `knockcam calibrate bench --scenes {n} --held-out {held_out}` ({seconds:.0f} s on "
         f"{platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average at the end "
-        f"{load_average()}{_busy()}). Synthetic data only; no real photos yet.",
+        f"{load_average(note_busy=True)}). Synthetic data only; no real photos yet.",
         "",
         "Error = distance in board mm between each true board corner and where the calibration puts it "
         "(4 corners per scene). Targets (issue 5): median <= 1 mm, worst <= 3 mm for auto and reference. "

@@ -53,11 +53,21 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
             reference = make_reference(ref_image, ref_cal, board)
         return check(register(image, reference, board), max_error_mm,
                      "retake the photo with the board better in view, or calibrate the reference again")
-    from knockcam.calibrate.markers import calibrate_markers, detect_markers
+    from knockcam.calibrate.markers import detect_markers
 
     if len(detect_markers(image)) >= 3:
-        return check(calibrate_markers(image, board, k, d), max_error_mm, "lay the cards flat against the corners")
+        return calibrate_with_markers(image, board, k, d, max_error_mm)
     return calibrate_automatically(image, board, k, d, max_error_mm)
+
+
+def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
+                           max_error_mm: float | None = None) -> Calibration:
+    """The marker cards' calibration, checked: a refusal says to lay the cards again, not to lay them."""
+    from knockcam.calibrate.markers import calibrate_markers
+
+    return check(calibrate_markers(image, board, camera_matrix, dist_coeffs), max_error_mm,
+                 "lay the cards flat against the board's corners (calibration/README.md) and retake the photo "
+                 "in focus, or give --corners")
 
 
 def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,

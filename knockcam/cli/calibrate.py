@@ -82,7 +82,6 @@ def run(args) -> int:
 
         camera = Calibration.load(args.camera)
     from knockcam.calibrate import calibrate
-    from knockcam.calibrate.quality import check
 
     k = None if camera is None else camera.camera_matrix
     d = None if camera is None else camera.dist_coeffs
@@ -92,9 +91,9 @@ def run(args) -> int:
 
         cal = calibrate_from_corners(image, board, click_corners(image), "click", k, d, args.max_error)
     elif args.markers:
-        from knockcam.calibrate.markers import calibrate_markers
+        from knockcam.calibrate.choose import calibrate_with_markers
 
-        cal = check(calibrate_markers(image, board, k, d), args.max_error)
+        cal = calibrate_with_markers(image, board, k, d, args.max_error)
     elif args.auto:
         from knockcam.calibrate.choose import calibrate_automatically
 

@@ -59,6 +59,18 @@ def test_auto_refuses_a_blurred_photo_in_one_line_saying_retake_it(tmp_path, cap
     assert not out.exists()  # nothing half-written
 
 
+def test_markers_over_the_limit_are_refused_saying_to_lay_the_cards_again(tmp_path, marker_scene, capsys):
+    img = tmp_path / "cards.png"
+    cv2.imwrite(str(img), marker_scene.image)
+    out = tmp_path / "cards.yaml"
+    assert main(["calibrate", str(img), "--markers", "--out", str(out), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["method"] == "markers"
+    assert main(["calibrate", str(img), "--markers", "--max-error", "0.001", "--out", str(tmp_path / "no.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "(markers): lay the cards flat against the board's corners" in err and err.count("\n") == 1
+    assert "lay the marker sheet" not in err and not (tmp_path / "no.yaml").exists()
+
+
 def test_clicked_corners_are_snapped_to_the_printed_lines_and_saved(tmp_path, board, monkeypatch, capsys):
     from pathlib import Path
 
