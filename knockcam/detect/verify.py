@@ -9,8 +9,9 @@ that a token of each side stands there, or none. With it, ``second_look``:
 
 - keeps the model's weak candidates (below ``model.conf``) that nothing else explains when the
   network finds a token there: flagged ``unsure``, a human confirms them;
-- drops tokens the network is sure are not there (most often a second detection of a token lying
-  on its side, or a phantom off the board);
+- drops tokens the network is sure are not there, unless both detectors saw them (a phantom only
+  one detector reports; off the board, where only the model looks), and a token it doubts beside
+  a surer one of its side (a second detection of one token, most often lying on its side);
 - settles a disagreement when only one detector saw a token and the network is sure of it in that
   colour (source ``verified``: not flagged for the disagreement);
 - gives a token the side the network is sure of when the detectors said another (a yellow token
@@ -37,6 +38,7 @@ from knockcam.sides import SIDES
 
 NONE = len(SIDES)  # the network's last class: no token here
 ONE_DETECTOR = ("model_only", "reference_only")  # knockcam.detect.combine: the detectors disagree about it
+BOTH = ("both", "conflict")  # knockcam.detect.combine: both detectors saw it; the network alone does not overrule them
 
 
 def default_path() -> Path:
@@ -79,7 +81,7 @@ def load(path: str | Path | None = None) -> TokenVerifier | None:
 def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, reference: np.ndarray,
                 calibration: Calibration, board: Board, verifier: TokenVerifier | None) -> list[Token]:
     """``tokens`` (combined) looked at again (data/detect.yaml verify): tokens the verifier rules out
-    dropped, one-detector tokens it vouches for in their colour marked ``verified``, tokens it is sure
+    dropped (those both detectors saw only when beside a surer one of their side), one-detector tokens it vouches for in their colour marked ``verified``, tokens it is sure
     are of another side given that side and marked ``conflict`` (flagged), and the lone weak
     candidates it vouches for added, flagged ``unsure``."""
     if verifier is None:
@@ -95,7 +97,8 @@ def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, refer
     likeliest = np.argmax(p[:, :NONE], axis=1)
     out: list[Token] = []
     for k, t in enumerate(tokens):
-        if present[k] < float(cfg["drop_below"]) or _second_sight(k, tokens, present, board, float(cfg["drop_beside_below"])):
+        if (present[k] < float(cfg["drop_below"]) and t.source not in BOTH) \
+                or _second_sight(k, tokens, present, board, float(cfg["drop_beside_below"])):
             continue
         side = SIDES[int(likeliest[k])]
         if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):

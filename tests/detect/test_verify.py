@@ -56,14 +56,15 @@ SURE_YELLOW = [0.0, 0.98, 0.0, 0.0, 0.02]
 SURE_GREEN = [0.0, 0.0, 0.99, 0.0, 0.01]
 
 
-def test_a_token_goes_where_the_verifier_sees_none():
+def test_a_token_not_both_detectors_saw_goes_where_the_verifier_sees_none():
     tokens = [Token("red", (100.0, 300.0), 0.9, source="model_only"),
               Token("green", (200.0, 300.0), 0.7, source="reference_only"),
-              Token("yellow", (300.0, 300.0), 0.9, source="both"),
-              Token("blue", (400.0, 300.0), 0.9, source="both")]
+              Token("yellow", (300.0, 300.0), 0.9, source="both"),       # both saw it: kept
+              Token("blue", (400.0, 300.0), 0.9, source="model_only"),
+              Token("red", (-50.0, 300.0), 0.9, source="model")]         # off the board, only the model looks
     barely = [0.0, 0.0, 0.0, 0.03, 0.97]  # a 3% chance of a token: not sure enough that none is there
-    kept = look(tokens, [], {100: SURE_NONE, 200: SURE_GREEN, 300: SURE_NONE, 400: barely})
-    assert [(t.side, t.source) for t in kept] == [("green", "reference_only"), ("blue", "both")]
+    kept = look(tokens, [], {100: SURE_NONE, 200: SURE_GREEN, 300: SURE_NONE, 400: barely, -50: SURE_NONE})
+    assert [(t.side, t.source) for t in kept] == [("green", "reference_only"), ("yellow", "both"), ("blue", "model_only")]
 
 
 def test_a_token_only_one_detector_saw_is_verified_when_the_verifier_is_sure_of_its_colour():
