@@ -81,9 +81,10 @@ def load(path: str | Path | None = None) -> TokenVerifier | None:
 def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, reference: np.ndarray,
                 calibration: Calibration, board: Board, verifier: TokenVerifier | None) -> list[Token]:
     """``tokens`` (combined) looked at again (data/detect.yaml verify): tokens the verifier rules out
-    dropped (those both detectors saw only when beside a surer one of their side), one-detector tokens it vouches for in their colour marked ``verified``, tokens it is sure
-    are of another side given that side and marked ``conflict`` (flagged), and the lone weak
-    candidates it vouches for added, flagged ``unsure``."""
+    dropped (those both detectors saw only when beside a surer one of their side), one-detector
+    tokens it vouches for in their colour marked ``verified``, tokens it is sure are of another side
+    given that side and marked ``conflict`` (flagged), and the lone weak candidates it vouches for
+    added, flagged ``unsure``."""
     if verifier is None:
         return list(tokens)
     cfg = settings.load("detect")["verify"]
