@@ -1,6 +1,6 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
 with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--verify`` the token verifier
-(models/verify.onnx), each on renders it makes itself.
+(models/verify.onnx), with ``--refine`` the base refiner (models/refine.onnx), each on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -49,8 +49,13 @@ def register(subparsers) -> None:
                         help="train the token verifier instead: renders its own scenes with empty-board frames, "
                              "learns on both detectors' candidates, exports OUT/verify.onnx (recipe: detect.yaml "
                              "verify.train)")
+    parser.add_argument("--refine", action="store_true",
+                        help="train the base refiner instead: renders its own scenes with empty-board frames, "
+                             "learns where the true base lies from both detectors' candidates, exports "
+                             "OUT/refine.onnx (recipe: detect.yaml refine.train)")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen or --verify: training renders (default: the recipe's train.scenes)")
+                        help="with --fallen, --verify or --refine: training renders (default: the recipe's "
+                             "train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 
@@ -66,12 +71,14 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if args.fallen and args.verify:
-        raise KnockcamError("--fallen and --verify train different networks: give one of them")
+    if args.fallen + args.verify + args.refine > 1:
+        raise KnockcamError("--fallen, --verify and --refine train different networks: give one of them")
     if args.fallen:
         return _train_fallen(args)
     if args.verify:
         return _train_verify(args)
+    if args.refine:
+        return _train_refine(args)
     from knockcam.detect import train as training
 
     if args.evaluate is not None:
@@ -122,6 +129,17 @@ def _train_verify(args) -> int:
         f"none): weak candidates kept {r['weak_real_kept']}/{r['weak_real']} real, {r['weak_none_kept']}/"
         f"{r['weak_none']} none; others dropped {r['strong_real_dropped']}/{r['strong_real']} real, "
         f"{r['strong_none_dropped']}/{r['strong_none']} none; side right for {r['side_right']:.2%} of tokens"))
+
+
+def _train_refine(args) -> int:
+    from knockcam.detect.refine_train import train
+
+    return _train_patch_network(args, train, lambda r: (
+        f"held out ({r['val_scenes']} renders, {r['candidates']} candidates near a standing token): base error "
+        f"median {r['error_mm_before']['median']:.2f} -> {r['error_mm_after']['median']:.2f} mm, p90 "
+        f"{r['error_mm_before']['p90']:.2f} -> {r['error_mm_after']['p90']:.2f} mm; sigma median "
+        f"{r['sigma_mm']['median']:.2f} mm (factor {r['sigma_per_scale']:.3f} on the error the network expects), "
+        f"{r['beyond_2sigma']:.1%} beyond 2 sigma; {r['moved_too_far']} would move too far"))
 
 
 def _train_patch_network(args, train, held_out) -> int:

@@ -3,7 +3,8 @@
 ``detect`` is the one entry point: it runs what is available -- the learned model
 (knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine), then looks again
-at every token and at the model's weak candidates (knockcam.detect.verify); each token's
+at every token and at the model's weak candidates (knockcam.detect.verify) and places each base
+again, more precisely (knockcam.detect.refine); each token's
 uncertainty then includes the calibration's error (``with_calibration_error``). With the empty
 frame it also reports the parts of the board something else covers (a hand, a cup), where a
 token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen). Then
@@ -95,6 +96,9 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         from knockcam.detect.verify import load as load_verifier, second_look
 
         found = second_look(found, weak, image, reference, calibration, board, load_verifier())
+        from knockcam.detect.refine import load as load_refiner, refine_bases
+
+        found = refine_bases(found, image, reference, calibration, board, load_refiner())
     from knockcam.detect.fallen import load as load_fallen, mark_fallen
 
     found = mark_fallen(found, image, calibration, board, load_fallen())

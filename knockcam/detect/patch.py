@@ -30,10 +30,7 @@ def patches(image, calibration: Calibration, xy_mm, nadir_mm, geometry: dict, gr
     size, step, behind = int(geometry["size_px"]), float(geometry["mm_per_px"]), float(geometry["behind_mm"])
     xy = np.asarray(xy_mm, np.float64).reshape(-1, 2)
     n = len(xy)
-    away = xy - np.asarray(nadir_mm, np.float64)[None, :]
-    norm = np.linalg.norm(away, axis=1, keepdims=True)
-    away = np.where(norm > 1.0, away / np.maximum(norm, 1e-9), np.array([[0.0, 1.0]]))
-    across = np.stack([away[:, 1], -away[:, 0]], axis=1)
+    away, across = directions(xy, nadir_mm)
     knots = np.arange(0, size + grid_px, grid_px, dtype=np.float64)  # coarse rows / columns, past the last pixel
     j, i = np.meshgrid(knots, knots)
     ahead = (size - 1 - i) * step - behind  # mm away from the camera; the bottom row is -behind
@@ -50,6 +47,16 @@ def patches(image, calibration: Calibration, xy_mm, nadir_mm, geometry: dict, gr
     frames = [cv2.remap(img, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE).reshape(n, size, size, -1)
               for img in (image if isinstance(image, (list, tuple)) else [image])]
     return np.concatenate(frames, axis=3)
+
+
+def directions(xy_mm, nadir_mm) -> tuple[np.ndarray, np.ndarray]:
+    """(N, 2) unit vectors on the board at each point: away from the camera's foot (a patch's "up") and
+    across it (a patch's "right"); straight under the camera, +y is taken as away."""
+    xy = np.asarray(xy_mm, np.float64).reshape(-1, 2)
+    away = xy - np.asarray(nadir_mm, np.float64)[None, :]
+    norm = np.linalg.norm(away, axis=1, keepdims=True)
+    away = np.where(norm > 1.0, away / np.maximum(norm, 1e-9), np.array([[0.0, 1.0]]))
+    return away, np.stack([away[:, 1], -away[:, 0]], axis=1)
 
 
 def lean_mm(xy_mm, center_mm, height_mm: float) -> np.ndarray:

@@ -1,5 +1,6 @@
-"""Training the small patch networks (knockcam.detect.fallen, knockcam.detect.verify): rendering scenes
-in worker processes, the network, the training loop and the ONNX export they share.
+"""Training the small patch networks (knockcam.detect.fallen, knockcam.detect.verify,
+knockcam.detect.refine): rendering scenes in worker processes, the network, the training loop and the
+ONNX export they share.
 
 Torch is imported inside the functions that need it (the [train] extra; the runtime never imports it).
 """
@@ -48,6 +49,25 @@ def gather(examples: Examples, board: Board, seeds: range, cfg: dict, geometry: 
     return tuple(np.concatenate(column) for column in zip(*parts))
 
 
+def candidates_in_render(board: Board, seed: int, cfg: dict, model):
+    """Render ``seed`` (index 0) with its empty-board frame and run both detectors on it: (photo, empty
+    frame, true calibration, every candidate -- the model's down to ``model.support_conf`` and the
+    reference frame's tokens --, the true tokens (knockcam.bench.TrueToken))."""
+    import cv2
+
+    from knockcam.bench import true_tokens
+    from knockcam.detect.reference import look
+    from knockcam.synth.scene import make_photo
+
+    jpeg, truth, rendered, ref_jpeg = make_photo(board, seed, 0, cfg, reference=True)
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
+    calibration = rendered.spec.calibration(board)
+    found = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf))
+    found += list(look(image, reference, calibration, board).tokens)
+    return image, reference, calibration, found, true_tokens(truth, board)
+
+
 def plan(section: str, scenes: int | None, val_scenes: int | None, epochs: int | None) -> tuple[dict, dict, range, range]:
     """detect.yaml SECTION.train's recipe (``epochs`` overriding it), SECTION.patch's geometry, and the
     training and held-out seeds (``scenes`` / ``val_scenes`` of them, the recipe's when None);
@@ -81,15 +101,19 @@ def network(size_px: int, channels: int = 4, outputs: int = 1):
 
 
 def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outputs: int = 1,
-        log: Callable[[str], None] = print):
+        log: Callable[[str], None] = print, offsets: dict | None = None):
     """Train ``network`` on (N, S, S, C) uint8 patches and their figures' lean (N,) (knockcam.detect.patch:
     the network sees ``network_input`` of them, built a batch at a time).
 
     ``outputs`` 1: 0/1 labels, binary cross-entropy with the positives weighted up to balance the
-    classes; more: class indices, cross-entropy. AdamW with a one-cycle learning rate; augmented with
-    mirror images (across the camera's direction), light changes (every colour channel alike, and the
-    second frame's a little apart when there are two: the light changes between the shots) and a few
-    px of shift (the detectors' placement error)."""
+    classes; more: class indices, cross-entropy. With ``offsets`` ({"scale_mm", "mm_per_px"}), ``y``
+    is (N, 2) where the true base lies from each patch's centre (mm ahead, mm to the right) and the
+    network has 4 outputs: that offset / scale_mm and the size of the error it leaves on each axis
+    (smooth L1 both; the second does not move the offset).
+    AdamW with a one-cycle learning rate; augmented with mirror images (across the camera's
+    direction), light changes (every colour channel alike, and the second frame's a little apart when
+    there are two: the light changes between the shots) and a few px of shift (the detectors'
+    placement error; offsets move with the patch, ``shifted_offsets``)."""
     import torch
     import torch.nn as nn
 
@@ -98,12 +122,17 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
     torch.manual_seed(int(recipe["seed"]))
     gen = np.random.default_rng(int(recipe["seed"]))
     colour = patches.shape[-1]
+    if offsets is not None:
+        outputs = 4
     net = network(patches.shape[1], colour + 1, outputs)
     batch, epochs = int(recipe["batch"]), int(recipe["epochs"])
     opt = torch.optim.AdamW(net.parameters(), float(recipe["lr"]), weight_decay=float(recipe["weight_decay"]))
     steps = epochs * ((len(patches) + batch - 1) // batch)
     sched = torch.optim.lr_scheduler.OneCycleLR(opt, float(recipe["lr"]), total_steps=steps)
-    if outputs == 1:
+    if offsets is not None:
+        yt = torch.from_numpy(np.asarray(y, np.float32))
+        loss_fn = _offset_loss(float(offsets["scale_mm"]))
+    elif outputs == 1:
         yt = torch.from_numpy(np.asarray(y, np.float32))
         positive = float(yt.sum())
         loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor((len(yt) - positive) / max(positive, 1.0)))
@@ -128,8 +157,11 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
                 xb[:, 3:colour] = (xb[:, 3:colour] * apart).clamp(0, 1)
             dy, dx = (int(v) for v in gen.integers(-shift, shift + 1, 2))
             xb = torch.roll(xb, shifts=(dy, dx), dims=(2, 3))
+            yb = yt[torch.from_numpy(idx)]
+            if offsets is not None:
+                yb = torch.from_numpy(shifted_offsets(yb.numpy(), flip.numpy(), dy, dx, float(offsets["mm_per_px"])))
             out = net(xb)
-            loss = loss_fn(out.view(-1) if outputs == 1 else out, yt[torch.from_numpy(idx)])
+            loss = loss_fn(out.view(-1) if outputs == 1 else out, yb)
             opt.zero_grad()
             loss.backward()
             opt.step()
@@ -139,9 +171,32 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
     return net.eval()
 
 
+def shifted_offsets(y: np.ndarray, flip: np.ndarray, dy: int, dx: int, mm_per_px: float) -> np.ndarray:
+    """Where the true base lies from the patch centre (N, 2: mm ahead, mm right) once patches are
+    mirrored left-right where ``flip`` and then rolled ``dy`` px down and ``dx`` px right (as in ``fit``):
+    down is towards the camera, so the base comes ``dy`` px nearer; the mirror turns right into left."""
+    out = np.array(y, np.float32, copy=True)
+    out[flip, 1] *= -1
+    out[:, 0] -= dy * mm_per_px
+    out[:, 1] += dx * mm_per_px
+    return out
+
+
+def _offset_loss(scale_mm: float):
+    """Smooth L1 on the offset (in units of ``scale_mm``) plus, for the other two outputs, smooth L1 to
+    the size of the error the offset leaves on each axis (detached: it does not move the offset)."""
+    import torch.nn.functional as F
+
+    def loss(out, y_mm):
+        y = y_mm / scale_mm
+        mean = out[:, :2]
+        return F.smooth_l1_loss(mean, y) + F.smooth_l1_loss(out[:, 2:4], (y - mean.detach()).abs())
+
+    return loss
+
+
 def export(net, geometry: dict, path: Path, channels: int = 4) -> Path:
     """Write the network to ONNX (fixed patch size, any batch) with its patch geometry in the metadata."""
-    import onnx
     import torch
 
     size = int(geometry["size_px"])
@@ -149,9 +204,19 @@ def export(net, geometry: dict, path: Path, channels: int = 4) -> Path:
     torch.onnx.export(net, torch.zeros(1, channels, size, size), str(path), input_names=["patch"],
                       output_names=["logit"], dynamic_axes={"patch": {0: "n"}, "logit": {0: "n"}},
                       opset_version=17, dynamo=False)
+    return describe(path, "patch", geometry)
+
+
+def describe(path: Path, key: str, value: dict) -> Path:
+    """Store ``value`` (JSON) under ``key`` in the ONNX file's metadata, replacing what was there."""
+    import onnx
+
     proto = onnx.load(str(path))
-    entry = proto.metadata_props.add()
-    entry.key, entry.value = "patch", json.dumps(geometry)
+    kept = [(p.key, p.value) for p in proto.metadata_props if p.key != key]
+    del proto.metadata_props[:]
+    for k, v in kept + [(key, json.dumps(value))]:
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = k, v
     onnx.save(proto, str(path))
     return path
 

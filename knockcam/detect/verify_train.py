@@ -18,7 +18,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.detect.patch_train import export, fit, gather, need_torch, plan
+from knockcam.detect.patch_train import candidates_in_render, export, fit, gather, need_torch, plan
 from knockcam.detect.verify import NONE
 from knockcam.sides import SIDES
 
@@ -28,25 +28,15 @@ AMBIGUOUS = -1  # a candidate between positive_mm and negative_mm of a true toke
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
     """One render's (patches: photo and empty frame side by side, lean, label, candidate score, 1 when
     the model's candidate is under ``model.conf``): labels are side indices, NONE or AMBIGUOUS."""
-    import cv2
-
-    from knockcam.bench import true_tokens
     from knockcam.detect.patch import around
-    from knockcam.detect.reference import look
-    from knockcam.synth.scene import make_photo
 
     recipe = settings.load("detect")["verify"]["train"]
-    jpeg, truth, rendered, ref_jpeg = make_photo(board, seed, 0, cfg, reference=True)
-    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-    reference = cv2.imdecode(np.frombuffer(ref_jpeg, np.uint8), cv2.IMREAD_COLOR)
-    calibration = rendered.spec.calibration(board)
-    candidates = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf))
-    candidates += list(look(image, reference, calibration, board).tokens)
+    image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
     size = int(geometry["size_px"])
     if not candidates:
         return (np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
     xy = np.array([t.xy_mm for t in candidates], np.float64)
-    side, dist = nearest_true(xy, true_tokens(truth, board))
+    side, dist = nearest_true(xy, truth)
     label = np.where(dist <= float(recipe["positive_mm"]), side,
                      np.where(dist > float(recipe["negative_mm"]), NONE, AMBIGUOUS))
     cut, lean = around([image, reference], calibration, board, xy, geometry)

@@ -39,6 +39,12 @@ def test_the_patch_has_the_base_behind_its_middle_and_looks_away_from_the_camera
         assert np.allclose(cut[row, col], bilinear(image, cal.mm_to_px([mm])[0]), atol=2.0), (row, col)
 
 
+def test_directions_point_away_from_the_camera_foot_and_across_to_the_right():
+    away, across = patch.directions([[3.0, 4.0], [0.2, 0.1]], [0.0, 0.0])
+    assert np.allclose(away[0], [0.6, 0.8]) and np.allclose(across[0], [0.8, -0.6])
+    assert np.allclose(away[1], [0.0, 1.0])  # straight under the camera: +y is taken as away
+
+
 def test_a_standing_figure_leans_more_far_from_the_camera_and_none_below_it():
     lean = patch.lean_mm([[0.0, 0.0], [300.0, 400.0]], np.array([0.0, 0.0, 1028.0]), 28.0)
     assert lean[0] == pytest.approx(0.0)

@@ -1,12 +1,13 @@
 """What the patch networks' training shares: the plan of a run from its recipe."""
 
+import numpy as np
 import pytest
 
-from knockcam.detect.patch_train import plan
+from knockcam.detect.patch_train import plan, shifted_offsets
 from knockcam.errors import KnockcamError
 
 
-@pytest.mark.parametrize("section", ["fallen", "verify"])
+@pytest.mark.parametrize("section", ["fallen", "verify", "refine"])
 def test_a_plan_takes_the_recipe_and_keeps_training_and_held_out_seeds_apart(section):
     recipe, geometry, seeds, val_seeds = plan(section, 12, None, 3)
     assert recipe["epochs"] == 3 and len(seeds) == 12 and len(val_seeds) == recipe["val_scenes"]
@@ -14,3 +15,21 @@ def test_a_plan_takes_the_recipe_and_keeps_training_and_held_out_seeds_apart(sec
     assert set(geometry) == {"size_px", "mm_per_px", "behind_mm"}
     with pytest.raises(KnockcamError, match=f"{section}.train seeds"):
         plan(section, 50_000, None, None)  # so many renders that the training seeds run into the held-out ones
+
+
+def test_an_offset_moves_with_its_patch_when_mirrored_and_shifted():
+    step, behind, size = 1.25, 30.0, 64
+
+    def offset_of(row, col):  # knockcam.detect.patch: row 63 is behind_mm towards the camera, columns centred
+        return ((size - 1 - row) * step - behind, (col - (size - 1) / 2.0) * step)
+
+    cut = np.zeros((2, size, size), np.float32)
+    cut[0, 37, 34] = cut[1, 20, 45] = 1.0  # where each true base is
+    y = np.array([offset_of(37, 34), offset_of(20, 45)], np.float32)
+    flip, dy, dx = np.array([True, False]), 2, -1
+    moved = cut.copy()
+    moved[flip] = moved[flip][:, :, ::-1]
+    moved = np.roll(moved, (dy, dx), axis=(1, 2))  # as torch.roll in fit
+    for k in range(2):
+        row, col = np.argwhere(moved[k] == 1.0)[0]
+        assert np.allclose(shifted_offsets(y, flip, dy, dx, step)[k], offset_of(row, col))

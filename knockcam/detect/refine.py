@@ -1,0 +1,108 @@
+"""Where exactly each base touches the board: a patch network places it again, more precisely.
+
+A token's space is decided by its base centre (RULES.md S3), and most close calls are tokens whose
+base the detectors place a millimetre off. Both detectors work from coarse evidence (the model on a
+0.4 px/mm top-down view, the reference detector on the base's rim); this stage cuts the photo and the
+empty-board frame around each found base (the verifier's patch, knockcam.detect.verify) and a small
+convolutional network (models/refine.onnx, onnxruntime) says where in the patch the true base is,
+and how far off that may still be (the error it expects on each axis, which becomes the token's
+``sigma_mm`` through the factor its trainer measured, so a close call is still flagged where the
+network is unsure).
+
+The network's sigma is kept at least a share of the detectors' own (``refine.keep_detector_sigma``):
+where they disagreed about a base by several mm, or the model scored it weakly, the refined base is
+better but still less sure than the network alone can tell from its patch.
+
+A base the network would move further than ``refine.max_move_mm`` is left where it was: the network
+learnt on bases found within a few mm of a standing token; such a move is a token it does not know
+(lying down, mostly hidden, or none at all). ``knockcam train --refine`` trains it on synthetic
+renders (knockcam.detect.refine_train); settings in data/detect.yaml ``refine``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.patch import PatchClassifier, configured_path, directions, load_once
+from knockcam.detect.tokens import Token
+from knockcam.detect.verify import sample
+from knockcam.errors import KnockcamError
+
+MIN_SCALE = 0.02  # the network's expected error, in its offset unit, is taken as at least this
+
+
+def default_path() -> Path:
+    """data/detect.yaml refine.path, else the shipped models/refine.onnx."""
+    return configured_path("refine", "refine.onnx")
+
+
+class BaseRefiner(PatchClassifier):
+    """models/refine.onnx: per found base, where the true base lies from it in the patch (mm ahead,
+    away from the camera, and mm to the right) and how far off that may still be."""
+
+    what = "the base refiner"
+    remedy = " (retrain it with 'knockcam train --refine')"
+
+    def __init__(self, path: str | Path):
+        super().__init__(path)
+        meta = self.session.get_modelmeta().custom_metadata_map.get("refine")
+        if meta is None:
+            raise KnockcamError(f"cannot load {self.what} {self.path}: it does not say its offset scale "
+                                f"and sigma factor{self.remedy}")
+        meta = json.loads(meta)
+        self.scale_mm = float(meta["scale_mm"])
+        self.sigma_per_scale = float(meta["sigma_per_scale"])
+
+    def offsets(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For rows of ``verify.sample``: (N, 2) offsets of the true base (mm ahead, mm right) and (N, 2)
+        the size of the error they leave on each axis (mm), as the network expects it."""
+        if not len(x):
+            return np.zeros((0, 2)), np.zeros((0, 2))
+        out = self.logits(x).reshape(len(x), 4).astype(np.float64)
+        return out[:, :2] * self.scale_mm, np.maximum(out[:, 2:], MIN_SCALE) * self.scale_mm
+
+    def sigma_mm(self, expected: np.ndarray) -> np.ndarray:
+        """A token's 1-sigma position error from the error the network expects on each axis (N, 2), by
+        assign's convention: ambiguity.sigmas times it is the 90th percentile of the base error, as its
+        trainer measured on held-out renders."""
+        return self.sigma_per_scale * np.hypot(expected[:, 0], expected[:, 1])
+
+
+def load(path: str | Path | None = None) -> BaseRefiner | None:
+    """The shipped network (None when it has not been trained), kept for the next call."""
+    return load_once(BaseRefiner, Path(path) if path is not None else default_path())
+
+
+def refine_bases(tokens: list[Token], image: np.ndarray, reference: np.ndarray, calibration: Calibration,
+                 board: Board, refiner: BaseRefiner | None) -> list[Token]:
+    """``tokens`` with each base moved to where the network places it and its ``sigma_mm`` the network's,
+    but at least ``keep_detector_sigma`` of the detectors' (data/detect.yaml refine); those it would
+    move too far are left as they were."""
+    if refiner is None or not tokens:
+        return list(tokens)
+    from knockcam.detect.reference import viewpoint
+
+    cfg = settings.load("detect")["refine"]
+    limit, keep = float(cfg["max_move_mm"]), float(cfg["keep_detector_sigma"])
+    xy = np.array([t.xy_mm for t in tokens], np.float64)
+    move, expected = refiner.offsets(sample(image, reference, calibration, board, xy, refiner.geometry))
+    away, across = directions(xy, viewpoint(calibration).nadir_mm)
+    moved = xy + move[:, :1] * away + move[:, 1:] * across
+    sigma = refiner.sigma_mm(expected)
+    px = calibration.mm_to_px(moved)
+    out = []
+    for k, t in enumerate(tokens):
+        if np.hypot(*move[k]) > limit:
+            out.append(t)
+            continue
+        out.append(replace(t, xy_mm=(float(moved[k, 0]), float(moved[k, 1])),
+                           sigma_mm=round(max(float(sigma[k]), keep * t.sigma_mm), 3),
+                           xy_px=(float(px[k, 0]), float(px[k, 1]))))
+    return out

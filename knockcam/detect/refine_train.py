@@ -1,0 +1,103 @@
+"""Training the base refiner (knockcam.detect.refine): ``knockcam train --refine``.
+
+Renders synthetic scenes with their empty-board frames (training seeds only), runs both detectors on
+them (knockcam.detect.patch_train.candidates_in_render) and cuts the verifier's patches around every
+candidate within ``near_mm`` of a standing true token at least ``min_visible`` in view; each one's
+target is where that token's true base lies from it, in the patch's frame. Trains with
+knockcam.detect.patch_train (smooth L1 on the offset and on the error it expects to leave), exports
+OUT/refine.onnx, then measures it on renders of other seeds: the base error before and after, and
+the factor from its expected error to a token's sigma (assign's convention: ambiguity.sigmas sigma
+is the 90th percentile of the error), which it stores in the network's metadata.
+Recipe: data/detect.yaml ``refine.train``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from knockcam import settings
+from knockcam.board.layout import Board
+from knockcam.detect.patch import around, directions
+from knockcam.detect.patch_train import candidates_in_render, describe, export, fit, gather, need_torch, plan
+
+
+def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+    """One render's (patches: photo and empty frame side by side, lean, (N, 2) offsets of the true base
+    in mm ahead and right of each candidate) for the candidates near a standing, visible token."""
+    from knockcam.detect.reference import viewpoint
+
+    recipe = settings.load("detect")["refine"]["train"]
+    image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
+    standing = [t for t in truth if not t.fallen and t.visible >= float(recipe["min_visible"])]
+    size = int(geometry["size_px"])
+    if not candidates or not standing:
+        return np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
+    xy = np.array([t.xy_mm for t in candidates], np.float64)
+    true_xy = np.array([t.xy_mm for t in standing], np.float64)
+    gap = true_xy[None, :, :] - xy[:, None, :]
+    dist = np.hypot(gap[..., 0], gap[..., 1])
+    owner = dist.argmin(axis=1)
+    keep = dist[np.arange(len(xy)), owner] <= float(recipe["near_mm"])
+    if not keep.any():
+        return np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
+    xy, to_base = xy[keep], gap[np.where(keep)[0], owner[keep]]
+    away, across = directions(xy, viewpoint(calibration).nadir_mm)
+    offsets = np.stack([np.sum(to_base * away, axis=1), np.sum(to_base * across, axis=1)], axis=1)
+    cut, lean = around([image, reference], calibration, board, xy, geometry)
+    return cut, lean, offsets.astype(np.float32)
+
+
+def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray) -> dict:
+    """The exported refiner (onnxruntime, as at run time) on held-out candidates: the base error (mm)
+    before and after, and ``sigma_per_scale``, the factor that makes ambiguity.sigmas times a token's
+    sigma the 90th percentile of the error left."""
+    from knockcam.detect.patch import network_input
+    from knockcam.detect.refine import BaseRefiner
+
+    net = BaseRefiner(path)
+    parts = [net.offsets(network_input(cut[i:i + 512], lean[i:i + 512])) for i in range(0, len(cut), 512)]
+    move = np.concatenate([p[0] for p in parts])
+    expected = np.hypot(*np.concatenate([p[1] for p in parts]).T)
+    before = np.hypot(offsets[:, 0], offsets[:, 1])
+    after = np.hypot(*(offsets - move).T)
+    sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
+    per_scale = float(np.percentile(after / expected, 90) / sigmas)
+    sigma = per_scale * expected
+    limit = float(settings.load("detect")["refine"]["max_move_mm"])
+    return {"candidates": int(len(offsets)),
+            "error_mm_before": _spread(before), "error_mm_after": _spread(after),
+            "sigma_per_scale": round(per_scale, 4),
+            "sigma_mm": _spread(sigma),
+            "beyond_2sigma": round(float(np.mean(after > 2 * sigma)), 4),
+            "moved_too_far": int(np.sum(np.hypot(*move.T) > limit))}
+
+
+def _spread(values: np.ndarray) -> dict:
+    return {q: round(float(np.percentile(values, p)), 3) for q, p in (("median", 50), ("p90", 90), ("p99", 99))}
+
+
+def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
+          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
+    """Render, train, export OUT/refine.onnx, measure it on held-out renders and store its sigma factor;
+    returns the measurement."""
+    need_torch()
+    from knockcam.synth.scene import config
+
+    recipe, geometry, seeds, val_seeds = plan("refine", scenes, val_scenes, epochs)
+    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}) and running both detectors")
+    cut, lean, offsets = gather(scene_examples, board, seeds, config(), geometry, workers)
+    log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
+    cut_v, lean_v, offsets_v = gather(scene_examples, board, val_seeds, config(), geometry, workers)
+    log(f"{len(cut)} training candidates near a standing token, base error median "
+        f"{np.median(np.hypot(*offsets.T)):.2f} mm")
+    scale = {"scale_mm": float(recipe["offset_scale_mm"]), "mm_per_px": float(geometry["mm_per_px"])}
+    net = fit(cut, lean, offsets, recipe, log=log, offsets=scale)
+    path = export(net, geometry, Path(out) / "refine.onnx", channels=cut.shape[-1] + 1)
+    describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": 1.0})
+    result = measure(path, cut_v, lean_v, offsets_v)
+    describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": result["sigma_per_scale"]})
+    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
+    return result
