@@ -93,12 +93,12 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
         found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board), difference=difference,
                         base_radius_mm=board.token.base_diameter_mm / 2.0)
+        from knockcam.detect.patch import PhotoPair
+        from knockcam.detect.refine import load as load_refiner, refine_bases
         from knockcam.detect.verify import load as load_verifier, second_look
 
-        found = second_look(found, weak, image, reference, calibration, board, load_verifier())
-        from knockcam.detect.refine import load as load_refiner, refine_bases
-
-        found = refine_bases(found, image, reference, calibration, board, load_refiner())
+        pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
+        found = refine_bases(second_look(found, weak, pair, load_verifier()), pair, load_refiner())
     from knockcam.detect.fallen import load as load_fallen, mark_fallen
 
     found = mark_fallen(found, image, calibration, board, load_fallen())

@@ -1,5 +1,5 @@
 """Patches of the photo on the board around candidate token bases, for the small networks that look
-again at each token (knockcam.detect.fallen, knockcam.detect.verify).
+again at each token (knockcam.detect.fallen, knockcam.detect.verify, knockcam.detect.refine).
 
 A patch is the board resampled around a base, turned so that "up" points away from the camera: a
 standing figure always leans that way, by an amount the camera's height fixes (``lean_mm``), which
@@ -84,6 +84,31 @@ def around(image, calibration: Calibration, board: Board, xy_mm, geometry: dict)
     vp = viewpoint(calibration)
     xy = np.asarray(xy_mm, np.float64).reshape(-1, 2)
     return patches(image, calibration, xy, vp.nadir_mm, geometry), lean_mm(xy, vp.center_mm, board.token.height_mm)
+
+
+class PhotoPair:
+    """A photo, its empty-board frame and their calibration, as the networks that look again at the found
+    bases see them (knockcam.detect.verify, knockcam.detect.refine): the network input at each base is
+    cut once and kept, since both look at the same bases with the same patch."""
+
+    def __init__(self, image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board):
+        self.image, self.reference, self.calibration, self.board = image, reference, calibration, board
+        self._rows: dict[tuple, np.ndarray] = {}
+
+    def network_input(self, xy_mm, geometry: dict) -> np.ndarray:
+        """(N, 7, S, S) float32 for bases at ``xy_mm``: the photo's patch and the empty frame's (BGR in 0..1
+        each) and the figure's lean (``network_input``); only bases not cut before with ``geometry`` are cut."""
+        shape = json.dumps(geometry, sort_keys=True)
+        keys = [(shape, float(x), float(y)) for x, y in np.asarray(xy_mm, np.float64).reshape(-1, 2)]
+        new = list(dict.fromkeys(k for k in keys if k not in self._rows))
+        if new:
+            cut = network_input(*around([self.image, self.reference], self.calibration, self.board,
+                                        [k[1:] for k in new], geometry))
+            self._rows.update(zip(new, cut))
+        if not keys:
+            size = int(geometry["size_px"])
+            return np.zeros((0, 7, size, size), np.float32)
+        return np.stack([self._rows[k] for k in keys])
 
 
 class PatchClassifier:

@@ -28,11 +28,8 @@ from pathlib import Path
 import numpy as np
 
 from knockcam import settings
-from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration
-from knockcam.detect.patch import PatchClassifier, configured_path, directions, load_once
+from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, directions, load_once
 from knockcam.detect.tokens import Token
-from knockcam.detect.verify import sample
 from knockcam.errors import KnockcamError
 
 MIN_SCALE = 0.02  # the network's expected error, in its offset unit, is taken as at least this
@@ -61,7 +58,7 @@ class BaseRefiner(PatchClassifier):
         self.sigma_per_scale = float(meta["sigma_per_scale"])
 
     def offsets(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """For rows of ``verify.sample``: (N, 2) offsets of the true base (mm ahead, mm right) and (N, 2)
+        """For rows of ``PhotoPair.network_input``: (N, 2) offsets of the true base (mm ahead, mm right) and (N, 2)
         the size of the error they leave on each axis (mm), as the network expects it."""
         if not len(x):
             return np.zeros((0, 2)), np.zeros((0, 2))
@@ -80,8 +77,7 @@ def load(path: str | Path | None = None) -> BaseRefiner | None:
     return load_once(BaseRefiner, Path(path) if path is not None else default_path())
 
 
-def refine_bases(tokens: list[Token], image: np.ndarray, reference: np.ndarray, calibration: Calibration,
-                 board: Board, refiner: BaseRefiner | None) -> list[Token]:
+def refine_bases(tokens: list[Token], pair: PhotoPair, refiner: BaseRefiner | None) -> list[Token]:
     """``tokens`` with each base moved to where the network places it and its ``sigma_mm`` the network's,
     but at least ``keep_detector_sigma`` of the detectors' (data/detect.yaml refine); those it would
     move too far are left as they were."""
@@ -92,11 +88,11 @@ def refine_bases(tokens: list[Token], image: np.ndarray, reference: np.ndarray, 
     cfg = settings.load("detect")["refine"]
     limit, keep = float(cfg["max_move_mm"]), float(cfg["keep_detector_sigma"])
     xy = np.array([t.xy_mm for t in tokens], np.float64)
-    move, expected = refiner.offsets(sample(image, reference, calibration, board, xy, refiner.geometry))
-    away, across = directions(xy, viewpoint(calibration).nadir_mm)
+    move, expected = refiner.offsets(pair.network_input(xy, refiner.geometry))
+    away, across = directions(xy, viewpoint(pair.calibration).nadir_mm)
     moved = xy + move[:, :1] * away + move[:, 1:] * across
     sigma = refiner.sigma_mm(expected)
-    px = calibration.mm_to_px(moved)
+    px = pair.calibration.mm_to_px(moved)
     out = []
     for k, t in enumerate(tokens):
         if np.hypot(*move[k]) > limit:

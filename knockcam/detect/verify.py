@@ -30,9 +30,8 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.combine import near
-from knockcam.detect.patch import PatchClassifier, around, configured_path, load_once, network_input
+from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
 from knockcam.detect.tokens import Token
 from knockcam.sides import SIDES
 
@@ -46,26 +45,18 @@ def default_path() -> Path:
     return configured_path("verify", "verify.onnx")
 
 
-def sample(image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board, xy_mm,
-           geometry: dict) -> np.ndarray:
-    """(N, 7, S, S) network input for candidate bases at ``xy_mm``: the photo's patch and the empty
-    frame's (BGR in 0..1 each) and the figure's lean (knockcam.detect.patch)."""
-    return network_input(*around([image, reference], calibration, board, xy_mm, geometry))
-
-
 class TokenVerifier(PatchClassifier):
     """models/verify.onnx: per candidate, the chance of a token of each side (SIDES order) and of none."""
 
     what = "the token verifier"
     remedy = " (retrain it with 'knockcam train --verify')"
 
-    def chances(self, image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board,
-                xy_mm) -> np.ndarray:
+    def chances(self, pair: PhotoPair, xy_mm) -> np.ndarray:
         """(N, 5): for candidate bases at ``xy_mm``, the chance of a red, yellow, green, blue token, or none."""
-        return self.probabilities(sample(image, reference, calibration, board, xy_mm, self.geometry))
+        return self.probabilities(pair.network_input(xy_mm, self.geometry))
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
-        """(N, 5) softmax over red, yellow, green, blue, none, for rows of ``sample``."""
+        """(N, 5) softmax over red, yellow, green, blue, none, for rows of ``PhotoPair.network_input``."""
         if not len(x):
             return np.zeros((0, NONE + 1))
         logits = self.logits(x).reshape(len(x), NONE + 1).astype(np.float64)
@@ -78,8 +69,8 @@ def load(path: str | Path | None = None) -> TokenVerifier | None:
     return load_once(TokenVerifier, Path(path) if path is not None else default_path())
 
 
-def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, reference: np.ndarray,
-                calibration: Calibration, board: Board, verifier: TokenVerifier | None) -> list[Token]:
+def second_look(tokens: list[Token], weak: list[Token], pair: PhotoPair,
+                verifier: TokenVerifier | None) -> list[Token]:
     """``tokens`` (combined) looked at again (data/detect.yaml verify): tokens the verifier rules out
     dropped (those both detectors saw only when beside a surer one of their side), one-detector
     tokens it vouches for in their colour marked ``verified``, tokens it is sure are of another side
@@ -93,13 +84,13 @@ def second_look(tokens: list[Token], weak: list[Token], image: np.ndarray, refer
     looked = list(tokens) + lone
     if not looked:
         return []
-    p = verifier.chances(image, reference, calibration, board, [t.xy_mm for t in looked])
+    p = verifier.chances(pair, [t.xy_mm for t in looked])
     present = 1.0 - p[:, NONE]
     likeliest = np.argmax(p[:, :NONE], axis=1)
     out: list[Token] = []
     for k, t in enumerate(tokens):
         if (present[k] < float(cfg["drop_below"]) and t.source not in BOTH) \
-                or _second_sight(k, tokens, present, board, float(cfg["drop_beside_below"])):
+                or _second_sight(k, tokens, present, pair.board, float(cfg["drop_beside_below"])):
             continue
         side = SIDES[int(likeliest[k])]
         if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):

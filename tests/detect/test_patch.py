@@ -64,6 +64,24 @@ def test_the_network_input_keeps_every_channel_given():
     assert patch.network_input(batch, np.array([3.0])).shape == (1, 7, 8, 8)
 
 
+def test_a_photo_pair_cuts_each_base_once_and_answers_as_a_fresh_cut_does(monkeypatch):
+    from knockcam.board import load_board
+
+    image, cal = scene("oblique_60")
+    board = load_board()
+    pair = patch.PhotoPair(image, 255 - image, cal, board)
+    first = pair.network_input([[200.0, 400.0], [100.0, 700.0]], GEOMETRY)
+    fresh = patch.network_input(*patch.around([image, 255 - image], cal, board, [[100.0, 700.0]], GEOMETRY))
+    assert first.shape == (2, 7, 64, 64) and np.array_equal(first[1], fresh[0])
+    cut = []
+    real_around = patch.around
+    monkeypatch.setattr(patch, "around", lambda *a: cut.append(len(a[3])) or real_around(*a))
+    again = pair.network_input([[100.0, 700.0], [300.0, 500.0], [200.0, 400.0]], GEOMETRY)
+    assert cut == [1]  # only the base not seen before is cut
+    assert np.array_equal(again[0], first[1]) and np.array_equal(again[2], first[0])
+    assert pair.network_input([], GEOMETRY).shape == (0, 7, 64, 64)
+
+
 def test_a_file_that_is_no_network_is_a_clear_error_naming_the_remedy(tmp_path):
     class Example(patch.PatchClassifier):
         what = "the example network"

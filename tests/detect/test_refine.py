@@ -11,7 +11,7 @@ import pytest
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect import Token, refine
-from knockcam.detect.patch import directions
+from knockcam.detect.patch import PhotoPair, directions
 from knockcam.detect.reference import viewpoint
 from knockcam.errors import KnockcamError
 from knockcam.settings import load
@@ -47,14 +47,14 @@ class Told:
 def test_without_a_refiner_nothing_moves():
     image, reference, cal, _ = scene("overhead")
     tokens = [Token("red", (100.0, 300.0), 0.9, sigma_mm=2.0)]
-    assert refine.refine_bases(tokens, image, reference, cal, BOARD, None) == tokens
+    assert refine.refine_bases(tokens, PhotoPair(image, reference, cal, BOARD), None) == tokens
 
 
 def test_a_base_moves_ahead_away_from_the_camera_and_right_across_it_and_takes_the_networks_sigma():
     image, reference, cal, _ = scene("oblique_60")
     xy = [(200.0, 500.0), (120.0, 350.0)]
     tokens = [Token("red", xy[0], 0.9, sigma_mm=2.0, source="both"), Token("blue", xy[1], 0.8, sigma_mm=3.0)]
-    out = refine.refine_bases(tokens, image, reference, cal, BOARD, Told([[3.0, 0.0, 0.4], [0.0, -2.0, 3.0]]))
+    out = refine.refine_bases(tokens, PhotoPair(image, reference, cal, BOARD), Told([[3.0, 0.0, 0.4], [0.0, -2.0, 3.0]]))
     away, across = directions(xy, viewpoint(cal).nadir_mm)
     assert np.allclose(out[0].xy_mm, np.array(xy[0]) + 3.0 * away[0])
     assert np.allclose(out[1].xy_mm, np.array(xy[1]) - 2.0 * across[1])
@@ -67,7 +67,7 @@ def test_a_base_moves_ahead_away_from_the_camera_and_right_across_it_and_takes_t
 def test_a_base_the_network_would_move_too_far_stays_where_it_was():
     image, reference, cal, _ = scene("overhead")
     tokens = [Token("green", (150.0, 420.0), 0.9, sigma_mm=2.5)]
-    out = refine.refine_bases(tokens, image, reference, cal, BOARD, Told([[LIMIT * 0.8, LIMIT * 0.8, 0.3]]))
+    out = refine.refine_bases(tokens, PhotoPair(image, reference, cal, BOARD), Told([[LIMIT * 0.8, LIMIT * 0.8, 0.3]]))
     assert out == tokens
 
 
@@ -88,7 +88,7 @@ def test_the_shipped_network_brings_bases_placed_off_nearer_to_where_they_are():
         for angle in np.arange(8) * np.pi / 4:
             off = 2.0 * np.array([np.cos(angle), np.sin(angle)])
             tokens = [Token("red", tuple(b + off), 0.9, sigma_mm=0.2) for b in bases]
-            out = refine.refine_bases(tokens, image, reference, cal, BOARD, refiner)
+            out = refine.refine_bases(tokens, PhotoPair(image, reference, cal, BOARD), refiner)
             after += [float(np.hypot(*(np.array(t.xy_mm) - b))) for t, b in zip(out, bases)]
             sigma += [t.sigma_mm for t in out]
     assert len(after) >= 120

@@ -11,6 +11,7 @@ from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.assign import DISAGREEMENT, assign
 from knockcam.detect import Token, verify
+from knockcam.detect.patch import PhotoPair
 from knockcam.detect.verify_train import NONE, nearest_true
 from knockcam.errors import KnockcamError
 from knockcam.settings import load
@@ -33,13 +34,13 @@ class Told:
     def __init__(self, answers):
         self.answers = answers
 
-    def chances(self, image, reference, calibration, board, xy_mm):
+    def chances(self, pair, xy_mm):
         return np.array([self.answers[round(float(x))] for x, _ in xy_mm])
 
 
 def look(tokens, weak, answers):
     image, reference, cal = scene("overhead")
-    return verify.second_look(tokens, weak, image, reference, cal, BOARD, Told(answers))
+    return verify.second_look(tokens, weak, PhotoPair(image, reference, cal, BOARD), Told(answers))
 
 
 SURE_NONE = [0.0, 0.0, 0.0, 0.0, 1.0]
@@ -49,7 +50,7 @@ SURE_BLUE = [0.0, 0.0, 0.02, 0.97, 0.01]
 def test_without_a_verifier_nothing_changes():
     image, reference, cal = scene("overhead")
     tokens = [Token("red", (100.0, 300.0), 0.9, source="model_only")]
-    assert verify.second_look(tokens, [], image, reference, cal, BOARD, None) == tokens
+    assert verify.second_look(tokens, [], PhotoPair(image, reference, cal, BOARD), None) == tokens
 
 
 SURE_YELLOW = [0.0, 0.98, 0.0, 0.0, 0.02]
@@ -103,7 +104,7 @@ def test_a_weak_candidate_is_kept_only_when_the_verifier_finds_a_token_there():
 
 def test_the_network_sees_the_photo_the_empty_frame_and_the_lean():
     image, reference, cal = scene("oblique_60")
-    x = verify.sample(image, reference, cal, BOARD, [[200.0, 400.0], [100.0, 700.0]], GEOMETRY)
+    x = PhotoPair(image, reference, cal, BOARD).network_input([[200.0, 400.0], [100.0, 700.0]], GEOMETRY)
     assert x.shape == (2, 7, 64, 64) and x.dtype == np.float32
     assert np.all(x[:, 6] > 0)
 
@@ -148,7 +149,7 @@ def test_the_shipped_verifier_finds_the_fixtures_tokens_in_their_colours_and_non
     bases = np.array([t["xy_mm"] for t in truth])
     grid = np.array([[x, y] for x in range(40, 400, 60) for y in range(60, 900, 60)], np.float64)
     bare = grid[np.min(np.hypot(*(grid[:, None, :] - bases[None, :, :]).transpose(2, 0, 1)), axis=1) > 60]
-    p = verify.load().chances(image, reference, cal, BOARD, [t["xy_mm"] for t in seen] + bare.tolist())
+    p = verify.load().chances(PhotoPair(image, reference, cal, BOARD), [t["xy_mm"] for t in seen] + bare.tolist())
     tokens, empty = p[:len(seen)], p[len(seen):]
     sides = [("red", "yellow", "green", "blue").index(t["side"]) for t in seen]
     assert np.mean(tokens[:, :NONE].argmax(axis=1) == sides) >= 0.9
