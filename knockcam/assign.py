@@ -28,7 +28,7 @@ UNSURE = "unsure"  # the detector's score is weak: it may be no token at all
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
 
 # Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine).
-DISPUTED_SOURCES = ("model_only", "reference_only", "conflict")
+DISPUTED_SOURCES = ("model_only", "reference_only", "conflict", "verifier_only")
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 ``detect`` is the one entry point: it runs what is available -- the learned model
 (knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine), then looks again
-at every token and at the model's weak candidates (knockcam.detect.verify) and places each base
-again, more precisely (knockcam.detect.refine); each token's
+at every token, at the model's weak candidates and beside every token, where one touching it may
+hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine); each token's
 uncertainty then includes the calibration's error (``with_calibration_error``). With the empty
 frame it also reports the parts of the board something else covers (a hand, a cup), where a
 token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen). Then
@@ -66,6 +66,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
+    from knockcam.detect.fallen import load as load_fallen, mark_fallen
+
     learned = load_model(model)
     found_ref, hidden, difference = None, (), None
     if reference is not None:
@@ -83,10 +85,9 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
-    if found_model is None:
-        found = found_ref
-    elif found_ref is None:
-        found = found_model
+    if found_model is None or found_ref is None:
+        found = found_model if found_ref is None else found_ref
+        found = mark_fallen(found, image, calibration, board, load_fallen())
     else:
         from knockcam.detect.combine import combine
         from knockcam.detect.reference import in_reach
@@ -95,13 +96,14 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
                         base_radius_mm=board.token.base_diameter_mm / 2.0)
         from knockcam.detect.patch import PhotoPair
         from knockcam.detect.refine import load as load_refiner, refine_bases
-        from knockcam.detect.verify import load as load_verifier, second_look
+        from knockcam.detect.verify import load as load_verifier, second_look, tokens_beside
 
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
-        found = refine_bases(second_look(found, weak, pair, load_verifier()), pair, load_refiner())
-    from knockcam.detect.fallen import load as load_fallen, mark_fallen
-
-    found = mark_fallen(found, image, calibration, board, load_fallen())
+        verifier, refiner = load_verifier(), load_refiner()
+        found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
+                            calibration, board, load_fallen())
+        beside = refine_bases(tokens_beside(found, pair, verifier, difference), pair, refiner)
+        found += mark_fallen(beside, image, calibration, board, load_fallen())
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 

@@ -19,7 +19,8 @@ class Token:
     sigma_mm: float = 2.0  # 1-sigma uncertainty of xy_mm, for the ambiguity test
     xy_px: tuple[float, float] | None = None  # base centre in the image, when known
     source: str = "model"  # model | reference | both; combine: model_only | reference_only | conflict;
-                           # verify: verified (one detector saw it, the second look confirmed it)
+                           # verify: verified (one detector saw it, the second look confirmed it),
+                           # verifier_only (neither detector reported it: found beside a token)
     fallen: bool = False
     unsure: bool = False  # the detector itself doubts that this is a token (a weak score): a human decides
 

@@ -17,6 +17,10 @@ that a token of each side stands there, or none. With it, ``second_look``:
 - gives a token the side the network is sure of when the detectors said another (a yellow token
   turned orange by the light), flagged as a disagreement.
 
+Then ``tokens_beside`` looks for the token both detectors miss most: one whose base touches another's
+(their figures merge into one), a base's diameter from a found token, where the photo differs from
+the empty board; one the network is sure of is added, flagged ``unsure``.
+
 ``knockcam train --verify`` trains it on synthetic renders (knockcam.detect.verify_train); settings
 in data/detect.yaml ``verify``.
 """
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -34,6 +39,9 @@ from knockcam.detect.combine import near
 from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
 from knockcam.detect.tokens import Token
 from knockcam.sides import SIDES
+
+if TYPE_CHECKING:
+    from knockcam.detect.reference import Difference
 
 NONE = len(SIDES)  # the network's last class: no token here
 ONE_DETECTOR = ("model_only", "reference_only")  # knockcam.detect.combine: the detectors disagree about it
@@ -108,6 +116,51 @@ def second_look(tokens: list[Token], weak: list[Token], pair: PhotoPair,
         added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), source="model_only",
                              unsure=True))
     return out + added
+
+
+def tokens_beside(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | None,
+                  difference: "Difference | None") -> list[Token]:
+    """The tokens touching ``tokens`` that no detector reported (data/detect.yaml verify.beside): around
+    every standing token, at a base's diameter from its base, each point where the photo differs from
+    the empty board (``difference``: knockcam.detect.reference), no token is found within ``apart_mm``
+    and no token lies down within its height (its body would be seen there) is looked at; a token the
+    verifier is sure of there is reported, in its colour, flagged ``unsure``."""
+    if verifier is None or difference is None or not tokens:
+        return []
+    from knockcam.detect.reference import in_reach
+
+    cfg = settings.load("detect")["verify"]
+    beside = cfg["beside"]
+    base = pair.board.token.base_diameter_mm
+    apart, spacing = float(cfg["apart_mm"]), float(beside["spacing_mm"])
+    angles = np.arange(int(beside["directions"])) * (2 * np.pi / int(beside["directions"]))
+    ring = (base + float(beside["gap_mm"])) * np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    found = [t.xy_mm for t in tokens]
+    lying = [t.xy_mm for t in tokens if t.fallen]
+    points: list[tuple[float, float]] = []
+    for t in tokens:
+        if t.fallen:
+            continue
+        for p in np.asarray(t.xy_mm) + ring:
+            xy = (float(p[0]), float(p[1]))
+            if near(xy, found, apart) or near(xy, points, spacing) or near(xy, lying, pair.board.token.height_mm) \
+                    or not in_reach(xy, pair.board):
+                continue
+            share = difference.changed_share(xy, base / 2)
+            if share is not None and share >= float(beside["changed_above"]):
+                points.append(xy)
+    if not points:
+        return []
+    p = verifier.chances(pair, points)
+    present = 1.0 - p[:, NONE]
+    added: list[Token] = []
+    for k in np.argsort(-present, kind="stable"):
+        xy = points[int(k)]
+        if present[k] < float(beside["keep_above"]) or near(xy, [t.xy_mm for t in added], apart):
+            continue
+        added.append(Token(side=SIDES[int(np.argmax(p[k, :NONE]))], xy_mm=xy, confidence=float(present[k]),
+                           source="verifier_only", unsure=True))
+    return added
 
 
 def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:

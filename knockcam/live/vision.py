@@ -31,10 +31,11 @@ class StillDetector:
         found = detect(frame.image, self.calibration, self.board, reference=self.reference, model=self.model)
         tokens = found.tokens
         # left out here: a weak model score the empty-board frame does not confirm, and a token only the
-        # model sees where the reference frame of this very camera shows none (model_only): the board
+        # model sees where the reference frame of this very camera shows none (model_only), or neither
+        # detector reports (verifier_only, found beside another token by the second look): the board
         # is seen again after every slide, and a phantom would be taken for a slide or keep the board
         # from ever looking clear; a token missed this way is asked about (the tracker's questions).
         # One the second look confirmed (source verified, knockcam.detect.verify) is kept
         kept = [t for t in tokens if not (t.unsure and t.source in ("model", "model_only"))
-                and (self.reference is None or t.source != "model_only")]
+                and (self.reference is None or t.source not in ("model_only", "verifier_only"))]
         return Still(seen_from_positions(assign(kept, self.board)), covered=tuple(found.hidden))
