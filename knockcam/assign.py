@@ -27,7 +27,8 @@ DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see k
 UNSURE = "unsure"  # the detector's score is weak: it may be no token at all
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
 
-# Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine).
+# Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine; verifier_only:
+# neither reported it, knockcam.detect.verify found it beside another token).
 DISPUTED_SOURCES = ("model_only", "reference_only", "conflict", "verifier_only")
 
 

@@ -85,9 +85,9 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
+    lying = load_fallen()
     if found_model is None or found_ref is None:
-        found = found_model if found_ref is None else found_ref
-        found = mark_fallen(found, image, calibration, board, load_fallen())
+        found = mark_fallen(found_model if found_ref is None else found_ref, image, calibration, board, lying)
     else:
         from knockcam.detect.combine import combine
         from knockcam.detect.reference import in_reach
@@ -101,9 +101,10 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
         verifier, refiner = load_verifier(), load_refiner()
         found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
-                            calibration, board, load_fallen())
+                            calibration, board, lying)
+        # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
         beside = refine_bases(tokens_beside(found, pair, verifier, difference), pair, refiner)
-        found += mark_fallen(beside, image, calibration, board, load_fallen())
+        found += mark_fallen(beside, image, calibration, board, lying)
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 
