@@ -10,8 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from knockcam.errors import KnockcamError
+
+if TYPE_CHECKING:
+    from knockcam.pipeline import ScoreOptions
 
 EPILOG = """examples:
   knockcam score photo.jpg                                   automatic calibration, positions only
