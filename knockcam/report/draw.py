@@ -12,6 +12,7 @@ from typing import Callable
 import cv2
 import numpy as np
 
+from knockcam.board.drawing import densify  # noqa: F401  (re-exported for the evidence drawing)
 from knockcam.board.layout import Board
 from knockcam.board.topdown import TopDown
 from knockcam.calibrate.calibration import Calibration
