@@ -33,8 +33,9 @@ def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) ->
     image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
     standing = [t for t in truth if not t.fallen and t.visible >= float(recipe["min_visible"])]
     size = int(geometry["size_px"])
+    none = np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
     if not candidates or not standing:
-        return np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
+        return none
     xy = np.array([t.xy_mm for t in candidates], np.float64)
     true_xy = np.array([t.xy_mm for t in standing], np.float64)
     gap = true_xy[None, :, :] - xy[:, None, :]
@@ -42,7 +43,7 @@ def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) ->
     owner = dist.argmin(axis=1)
     keep = dist[np.arange(len(xy)), owner] <= float(recipe["near_mm"])
     if not keep.any():
-        return np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
+        return none
     xy, to_base = xy[keep], gap[np.where(keep)[0], owner[keep]]
     away, across = directions(xy, viewpoint(calibration).nadir_mm)
     offsets = np.stack([np.sum(to_base * away, axis=1), np.sum(to_base * across, axis=1)], axis=1)
