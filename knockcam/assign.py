@@ -154,13 +154,6 @@ def hidden_spaces(areas: tuple[HiddenArea, ...] | list[HiddenArea], board: Board
     return tuple(space.id for space, a, b in zip(board.spaces, inside, whole) if b and a >= share * b)
 
 
-def near_hidden(xy_mm, areas: tuple[HiddenArea, ...] | list[HiddenArea], within_mm: float) -> bool:
-    """Whether a board point lies in a hidden area or within ``within_mm`` of one."""
-    point = (float(xy_mm[0]), float(xy_mm[1]))
-    return any(cv2.pointPolygonTest(np.asarray(a.outline_mm, np.float32).reshape(-1, 1, 2), point, True) >= -within_mm
-               for a in areas)
-
-
 def _space_raster(board: Board, scale: float) -> np.ndarray:
     """The board at ``scale`` px/mm, each pixel labelled with its space's index + 1 (0: no space)."""
     w, length = board.size_mm

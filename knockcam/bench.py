@@ -19,12 +19,11 @@ import cv2
 import numpy as np
 
 from knockcam import settings
-from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, UNSURE, Position, assign, hidden_spaces,
-                             near_hidden)
+from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, UNSURE, Position, assign, hidden_spaces
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect.tokens import HiddenArea
+from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
 

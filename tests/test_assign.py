@@ -94,7 +94,8 @@ def test_to_dict_has_the_score_contract_keys(board):
 
 
 def test_the_spaces_under_a_hidden_area_are_the_ones_it_covers_enough_of(board):
-    from knockcam.assign import hidden_spaces, near_hidden
+    from knockcam.assign import hidden_spaces
+    from knockcam.detect.tokens import near_hidden
     from knockcam.detect.tokens import HiddenArea
 
     space = next(s for s in board.spaces if s.kind == "property")

@@ -4,11 +4,13 @@
 (knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine), then looks again
 at every token, at the model's weak candidates and beside every token, where one touching it may
-hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine); each token's
-uncertainty then includes the calibration's error (``with_calibration_error``). With the empty
-frame it also reports the parts of the board something else covers (a hand, a cup), where a
-token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen). Then
-``knockcam.assign.assign(tokens, board)`` says where each one rests.
+hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine);
+each token's uncertainty then includes the calibration's error (``with_calibration_error``). With
+the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
+a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen); a last look
+drops the tokens the verifier doubts where that costs least, and reports a lying token seen twice
+once (``verify.last_look``). Then ``knockcam.assign.assign(tokens,
+board)`` says where each one rests.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
                         base_radius_mm=board.token.base_diameter_mm / 2.0)
         from knockcam.detect.patch import PhotoPair
         from knockcam.detect.refine import load as load_refiner, refine_bases
-        from knockcam.detect.verify import load as load_verifier, second_look, tokens_beside
+        from knockcam.detect.verify import load as load_verifier, last_look, second_look, tokens_beside
 
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
         verifier, refiner = load_verifier(), load_refiner()
@@ -104,7 +106,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
                             calibration, board, lying)
         # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
         beside = refine_bases(tokens_beside(found, pair, verifier, difference), pair, refiner)
-        found += mark_fallen(beside, image, calibration, board, lying)
+        found = last_look(found + mark_fallen(beside, image, calibration, board, lying), pair, verifier, hidden)
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 

@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import cv2
+import numpy as np
+
 if TYPE_CHECKING:
     from knockcam.detect.reference import Difference
 
@@ -41,3 +44,10 @@ class Detection:
     tokens: tuple[Token, ...]
     hidden: tuple[HiddenArea, ...] = ()
     difference: "Difference | None" = None  # the reference detector's comparison with the empty board, if made
+
+
+def near_hidden(xy_mm, areas: tuple[HiddenArea, ...] | list[HiddenArea], within_mm: float) -> bool:
+    """Whether a board point lies in a hidden area or within ``within_mm`` of one."""
+    point = (float(xy_mm[0]), float(xy_mm[1]))
+    return any(cv2.pointPolygonTest(np.asarray(a.outline_mm, np.float32).reshape(-1, 1, 2), point, True) >= -within_mm
+               for a in areas)

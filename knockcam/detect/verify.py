@@ -19,7 +19,10 @@ that a token of each side stands there, or none. With it, ``second_look``:
 
 Then ``tokens_beside`` looks for the token both detectors miss most: one whose base touches another's
 (their figures merge into one), a base's diameter from a found token, where the photo differs from
-the empty board; one the network is sure of is added, flagged ``unsure``.
+the empty board; one the network is sure of is added, flagged ``unsure``. Last, ``last_look`` looks
+at every base where the refiner placed it: it drops the doubted tokens where a wrong drop costs least
+(one detector alone saw them, or a hidden area is beside them) and keeps one report of a lying token
+seen twice (its base and its top), once the fallen network has marked them.
 
 ``knockcam train --verify`` trains it on synthetic renders (knockcam.detect.verify_train); settings
 in data/detect.yaml ``verify``.
@@ -37,7 +40,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.combine import near
 from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
-from knockcam.detect.tokens import Token
+from knockcam.detect.tokens import HiddenArea, Token, near_hidden
 from knockcam.sides import SIDES
 
 if TYPE_CHECKING:
@@ -161,6 +164,46 @@ def tokens_beside(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier 
         added.append(Token(side=SIDES[int(np.argmax(p[k, :NONE]))], xy_mm=xy, confidence=float(present[k]),
                            source="verifier_only", unsure=True))
     return added
+
+
+def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | None,
+              hidden: tuple[HiddenArea, ...] = ()) -> list[Token]:
+    """``tokens`` looked at once more where the refiner has placed their bases (data/detect.yaml
+    verify.last_look): those the verifier doubts dropped where a wrong drop costs least, and the
+    second sightings of a lying token dropped.
+
+    - A token one detector alone saw goes under ``drop_one_below``: most such are a card's edge or
+      a figure's top (``second_look`` drops them under its lower ``drop_below`` before the refiner).
+    - Any token within ``near_hidden_mm`` of a hidden area goes under ``drop_near_hidden_below``:
+      mostly a hand or a cup both detectors took for a token; a real one dropped there is left to the
+      human, who is sent to look at what the hidden area covers.
+    - A token lying down is reported twice more often than any other: at its base and its top, or a
+      standing figure's top is taken for a lying token. A lying token closer than ``lying_twice_mm``
+      to a surer token of its side is that token seen again. Surer: one the verifier believes in
+      (``believed_above``) over one it doubts, then one more detectors saw, then a greater chance; the
+      surest are kept first, so of a lying token seen twice one report stays."""
+    if verifier is None or not tokens:
+        return list(tokens)
+    cfg = settings.load("detect")["verify"]["last_look"]
+    present = 1.0 - verifier.chances(pair, [t.xy_mm for t in tokens])[:, NONE]
+    hidden_mm = float(cfg["near_hidden_mm"])
+    doubted = [(t.source in ONE_DETECTOR and present[k] < float(cfg["drop_one_below"]))
+               or (present[k] < float(cfg["drop_near_hidden_below"]) and near_hidden(t.xy_mm, hidden, hidden_mm))
+               for k, t in enumerate(tokens)]
+
+    def sureness(k: int) -> tuple:
+        return present[k] >= float(cfg["believed_above"]), _SEEN_BY.get(tokens[k].source, 1), present[k]
+
+    kept: list[int] = []
+    for k in sorted(range(len(tokens)), key=sureness, reverse=True):
+        t = tokens[k]
+        if not doubted[k] and not (t.fallen and near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side],
+                                                     float(cfg["lying_twice_mm"]))):
+            kept.append(k)
+    return [tokens[k] for k in sorted(kept)]
+
+
+_SEEN_BY = {**dict.fromkeys(BOTH, 3), "verified": 2, "verifier_only": 0}  # others: one detector (1)
 
 
 def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:

@@ -18,9 +18,8 @@ import numpy as np
 from typing import Any, Callable
 
 from knockcam import settings
-from knockcam.assign import near_hidden
 from knockcam.board.layout import Board
-from knockcam.detect.tokens import HiddenArea
+from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.live.prompts import Question, yes_no
 from knockcam.rules import Game, RoundResult, score_round
 from knockcam.rules import choices

@@ -268,7 +268,7 @@ def test_nothing_is_reported_hidden_when_only_tokens_are_on_the_board(board, cas
 def test_a_token_under_a_hand_is_sent_to_a_human(board):
     """A render where a hand hides two tokens (less than 15% of each in view): the area reported
     reaches at least one of them, so the benchmark and the user are told to look there."""
-    from knockcam.assign import near_hidden
+    from knockcam.detect.tokens import near_hidden
     from knockcam.bench import make_scene
 
     scene = make_scene(board, 3026, held_out=False)

@@ -1,6 +1,7 @@
 """The second look with the empty-board frame: which one-detector tokens go, which weak candidates stay."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -170,6 +171,73 @@ def test_a_doubted_token_closer_than_a_base_to_one_of_its_side_is_that_token_see
                500: [0.97, 0.0, 0.0, 0.0, 0.03], round(500 + base - 5): doubted}
     kept = look(tokens, [], answers)
     assert [t.xy_mm[0] for t in kept] == [100.0, 300.0, 300.0 + base + 5, 500.0, 500.0 + base - 5]
+
+
+WITHIN = CFG["last_look"]["lying_twice_mm"]
+
+
+LAST = CFG["last_look"]
+WITHIN = LAST["lying_twice_mm"]
+
+
+def last(tokens, answers, hidden=()):
+    image, reference, cal = scene("overhead")
+    return verify.last_look(tokens, PhotoPair(image, reference, cal, BOARD), Told(answers), hidden)
+
+
+def chance_of_blue(p):
+    return [0.0, 0.0, 0.0, p, 1.0 - p]
+
+
+def test_a_lying_token_seen_twice_is_reported_once_the_surer_report_kept():
+    close = WITHIN - 4
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="model_only", fallen=True),
+              Token("blue", (100.0 + close, 300.0), 0.9, source="both", fallen=True),  # the same body: kept
+              Token("red", (300.0, 300.0), 0.9, source="both"),
+              Token("red", (300.0 + close, 300.0), 0.9, source="model_only", fallen=True),  # a figure's top
+              Token("green", (500.0, 300.0), 0.9, source="both"),
+              Token("blue", (500.0 + close, 300.0), 0.9, source="both", fallen=True),  # another side: kept
+              Token("yellow", (700.0, 300.0), 0.9, source="both"),
+              Token("yellow", (700.0 + WITHIN + 4, 300.0), 0.9, source="both", fallen=True)]  # further: kept
+    sure = {"blue": SURE_BLUE, "red": [0.97, 0.0, 0.0, 0.0, 0.03], "green": SURE_GREEN, "yellow": SURE_YELLOW}
+    kept = last(tokens, {round(t.xy_mm[0]): sure[t.side] for t in tokens})
+    assert [t.xy_mm[0] for t in kept] == [100.0 + close, 300.0, 500.0, 500.0 + close, 700.0, 700.0 + WITHIN + 4]
+
+
+def test_a_report_the_verifier_doubts_does_not_outrank_one_it_believes():
+    """Two detectors and a doubt (a phantom beside the lying token) lose to one detector and belief."""
+    doubted = chance_of_blue(LAST["believed_above"] - 0.1)
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="both", fallen=True),
+              Token("blue", (100.0 + WITHIN - 2, 300.0), 0.9, source="model_only", fallen=True)]
+    kept = last(tokens, {100: doubted, round(100 + WITHIN - 2): SURE_BLUE})
+    assert [t.source for t in kept] == ["model_only"]
+
+
+def test_standing_tokens_close_together_are_all_kept_and_without_a_verifier_nothing_changes():
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="both"), Token("blue", (110.0, 300.0), 0.9, source="model_only")]
+    assert last(tokens, {100: SURE_BLUE, 110: SURE_BLUE}) == tokens
+    image, reference, cal = scene("overhead")
+    lying = [replace(t, fallen=True) for t in tokens]
+    assert verify.last_look(lying, PhotoPair(image, reference, cal, BOARD), None) == lying
+
+
+def test_doubted_tokens_are_dropped_only_where_one_detector_saw_them_or_beside_a_hidden_area():
+    from knockcam.detect.tokens import HiddenArea
+
+    one, near = LAST["drop_one_below"], LAST["drop_near_hidden_below"]
+    cup = HiddenArea(outline_mm=((600.0, 280.0), (660.0, 280.0), (660.0, 340.0), (600.0, 340.0)), area_mm2=3600.0)
+    beside_cup = 660.0 + LAST["near_hidden_mm"] - 2  # x of a token just beside the cup
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="model_only"),      # one detector, doubted: dropped
+              Token("blue", (200.0, 300.0), 0.9, source="reference_only"),  # one detector, a little surer: kept
+              Token("blue", (300.0, 300.0), 0.9, source="both"),            # both, as doubted, in the open: kept
+              Token("blue", (beside_cup, 300.0), 0.9, source="both"),       # both, doubted, beside the cup: dropped
+              Token("blue", (630.0, 310.0), 0.9, source="both"),            # on the cup, believed: kept
+              Token("blue", (800.0, 300.0), 0.9, source="both")]            # far from the cup, doubted: kept
+    answers = {100: chance_of_blue(one / 2), 200: chance_of_blue(one * 1.5), 300: chance_of_blue(one / 2),
+               round(beside_cup): chance_of_blue(near / 2), 630: SURE_BLUE, 800: chance_of_blue(near / 2)}
+    kept = last(tokens, answers, hidden=(cup,))
+    assert [t.xy_mm[0] for t in kept] == [200.0, 300.0, 630.0, 800.0]
+    assert last(tokens, answers) == [t for t in tokens if t.xy_mm[0] != 100.0]  # no hidden area: only the first goes
 
 
 class ByPlace:
