@@ -21,8 +21,8 @@ Then ``tokens_beside`` looks for the token both detectors miss most: one whose b
 (their figures merge into one), a base's diameter from a found token, where the photo differs from
 the empty board; one the network is sure of is added, flagged ``unsure``. Last, ``last_look`` looks
 at every base where the refiner placed it: it drops the doubted tokens where a wrong drop costs least
-(one detector alone saw them, or a hidden area is beside them) and keeps one report of a lying token
-seen twice (its base and its top), once the fallen network has marked them.
+(one detector alone saw them, or a hidden area is beside them), keeps one report of a lying token
+seen twice (its base and its top), once the fallen network has marked them, and corrects colours.
 
 ``knockcam train --verify`` trains it on synthetic renders (knockcam.detect.verify_train); settings
 in data/detect.yaml ``verify``.
@@ -169,8 +169,8 @@ def tokens_beside(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier 
 def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | None,
               hidden: tuple[HiddenArea, ...] = ()) -> list[Token]:
     """``tokens`` looked at once more where the refiner has placed their bases (data/detect.yaml
-    verify.last_look): those the verifier doubts dropped where a wrong drop costs least, and the
-    second sightings of a lying token dropped.
+    verify.last_look): those the verifier doubts dropped where a wrong drop costs least, the second
+    sightings of a lying token dropped, and the colour of those it is sure of corrected.
 
     - A token one detector alone saw goes under ``drop_one_below``: most such are a card's edge or
       a figure's top (``second_look`` drops them under its lower ``drop_below`` before the refiner).
@@ -181,11 +181,15 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
       standing figure's top is taken for a lying token. A lying token closer than ``lying_twice_mm``
       to a surer token of its side is that token seen again. Surer: one the verifier believes in
       (``believed_above``) over one it doubts, then one more detectors saw, then a greater chance; the
-      surest are kept first, so of a lying token seen twice one report stays."""
+      surest are kept first, so of a lying token seen twice one report stays.
+    - A token it believes in and gives another side, with at least ``recolour_share`` of its chance of
+      a token, takes that side, flagged as a disagreement (source ``conflict``): where the refiner has
+      centred the patch on the base, the network tells colours apart better than at ``second_look``."""
     if verifier is None or not tokens:
         return list(tokens)
     cfg = settings.load("detect")["verify"]["last_look"]
-    present = 1.0 - verifier.chances(pair, [t.xy_mm for t in tokens])[:, NONE]
+    p = verifier.chances(pair, [t.xy_mm for t in tokens])
+    present = 1.0 - p[:, NONE]
     hidden_mm = float(cfg["near_hidden_mm"])
     doubted = [(t.source in ONE_DETECTOR and present[k] < float(cfg["drop_one_below"]))
                or (present[k] < float(cfg["drop_near_hidden_below"]) and near_hidden(t.xy_mm, hidden, hidden_mm))
@@ -200,7 +204,15 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
         if not doubted[k] and not (t.fallen and near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side],
                                                      float(cfg["lying_twice_mm"]))):
             kept.append(k)
-    return [tokens[k] for k in sorted(kept)]
+    likeliest = np.argmax(p[:, :NONE], axis=1)
+    out = []
+    for k in sorted(kept):
+        t, side = tokens[k], SIDES[int(likeliest[k])]
+        chance = p[k, likeliest[k]]
+        if side != t.side and chance >= float(cfg["believed_above"]) and chance >= float(cfg["recolour_share"]) * present[k]:
+            t = replace(t, side=side, source="conflict")
+        out.append(t)
+    return out
 
 
 _SEEN_BY = {**dict.fromkeys(BOTH, 3), "verified": 2, "verifier_only": 0}  # others: one detector (1)

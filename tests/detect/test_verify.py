@@ -240,6 +240,20 @@ def test_doubted_tokens_are_dropped_only_where_one_detector_saw_them_or_beside_a
     assert last(tokens, answers) == [t for t in tokens if t.xy_mm[0] != 100.0]  # no hidden area: only the first goes
 
 
+def test_a_token_the_verifier_believes_is_of_another_side_takes_that_side_flagged():
+    share = LAST["recolour_share"]
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="model_only"),
+              Token("blue", (200.0, 300.0), 0.9, source="both"),
+              Token("blue", (300.0, 300.0), 0.9, source="both")]
+    green = 0.8
+    answers = {100: [0.0, 0.0, green, 0.0, 1 - green],                                # sure it is green
+               200: [0.0, 0.0, green * share - 0.05, green * (1 - share) + 0.05, 0.2],  # green, not by enough
+               300: [0.0, 0.0, LAST["believed_above"] - 0.05, 0.0, 0.55]}            # believed too little
+    kept = last(tokens, answers)
+    assert [t.side for t in kept] == ["green", "blue", "blue"]
+    assert kept[0].source == "conflict" and DISAGREEMENT in assign(kept, BOARD)[0].flags
+
+
 class ByPlace:
     """A verifier whose chances depend on where it looks (``answer(xy)``); it keeps the points it was shown."""
 
