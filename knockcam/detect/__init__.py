@@ -103,10 +103,10 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
         verifier, refiner = load_verifier(), load_refiner()
         found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
-                            calibration, board, lying)
+                            calibration, board, lying, pair)
         # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
         beside = refine_bases(tokens_beside(found, pair, verifier, difference), pair, refiner)
-        found = last_look(found + mark_fallen(beside, image, calibration, board, lying), pair, verifier, hidden)
+        found = last_look(found + mark_fallen(beside, image, calibration, board, lying, pair), pair, verifier, hidden)
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 

@@ -23,8 +23,11 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect.patch import PatchClassifier, around, configured_path, load_once, network_input
+from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured_path, load_once, network_input
 from knockcam.detect.tokens import Token
+
+
+PHOTO_AND_LEAN = [0, 1, 2, 6]  # of PhotoPair.network_input's channels: the photo's (BGR) and the lean
 
 
 def default_path() -> Path:
@@ -57,10 +60,17 @@ def load(path: str | Path | None = None) -> FallenClassifier | None:
 
 
 def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration, board: Board,
-                classifier: FallenClassifier | None) -> list[Token]:
-    """``tokens`` with those the classifier finds lying down marked ``fallen`` (data/detect.yaml fallen.threshold)."""
+                classifier: FallenClassifier | None, pair: PhotoPair | None = None) -> list[Token]:
+    """``tokens`` with those the classifier finds lying down marked ``fallen`` (data/detect.yaml fallen.threshold).
+    With ``pair`` (the photo and its empty frame), the patches are taken from the ones it keeps: the last
+    look (knockcam.detect.verify) is at the same bases."""
     if classifier is None or not tokens:
         return list(tokens)
     threshold = float(settings.load("detect")["fallen"]["threshold"])
-    p = classifier.probability(sample(image, calibration, board, [t.xy_mm for t in tokens], classifier.geometry))
+    xy = [t.xy_mm for t in tokens]
+    if pair is not None:
+        x = pair.network_input(xy, classifier.geometry)[:, PHOTO_AND_LEAN]
+    else:
+        x = sample(image, calibration, board, xy, classifier.geometry)
+    p = classifier.probability(x)
     return [replace(t, fallen=True) if pk >= threshold else t for t, pk in zip(tokens, p)]
