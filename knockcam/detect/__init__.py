@@ -8,9 +8,9 @@ hide (knockcam.detect.verify), and places each base again, more precisely (knock
 each token's uncertainty then includes the calibration's error (``with_calibration_error``). With
 the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
 a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen); a last look
-drops the tokens the verifier doubts where that costs least, and reports a lying token seen twice
-once (``verify.last_look``). Then ``knockcam.assign.assign(tokens,
-board)`` says where each one rests.
+(``verify.last_look``) drops the tokens the verifier doubts where that costs least, reports a lying
+token seen twice once and corrects colours. Then ``knockcam.assign.assign(tokens, board)`` says
+where each one rests.
 """
 
 from __future__ import annotations

@@ -188,28 +188,28 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
     if verifier is None or not tokens:
         return list(tokens)
     cfg = settings.load("detect")["verify"]["last_look"]
+    believed, reach = float(cfg["believed_above"]), float(cfg["lying_twice_mm"])
     p = verifier.chances(pair, [t.xy_mm for t in tokens])
     present = 1.0 - p[:, NONE]
-    hidden_mm = float(cfg["near_hidden_mm"])
     doubted = [(t.source in ONE_DETECTOR and present[k] < float(cfg["drop_one_below"]))
-               or (present[k] < float(cfg["drop_near_hidden_below"]) and near_hidden(t.xy_mm, hidden, hidden_mm))
+               or (present[k] < float(cfg["drop_near_hidden_below"])
+                   and near_hidden(t.xy_mm, hidden, float(cfg["near_hidden_mm"])))
                for k, t in enumerate(tokens)]
 
     def sureness(k: int) -> tuple:
-        return present[k] >= float(cfg["believed_above"]), _SEEN_BY.get(tokens[k].source, 1), present[k]
+        return present[k] >= believed, _SEEN_BY.get(tokens[k].source, 1), present[k]
 
     kept: list[int] = []
     for k in sorted(range(len(tokens)), key=sureness, reverse=True):
         t = tokens[k]
-        if not doubted[k] and not (t.fallen and near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side],
-                                                     float(cfg["lying_twice_mm"]))):
+        seen_again = t.fallen and near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side], reach)
+        if not (doubted[k] or seen_again):
             kept.append(k)
     likeliest = np.argmax(p[:, :NONE], axis=1)
     out = []
     for k in sorted(kept):
-        t, side = tokens[k], SIDES[int(likeliest[k])]
-        chance = p[k, likeliest[k]]
-        if side != t.side and chance >= float(cfg["believed_above"]) and chance >= float(cfg["recolour_share"]) * present[k]:
+        t, side, chance = tokens[k], SIDES[int(likeliest[k])], p[k, likeliest[k]]
+        if side != t.side and chance >= believed and chance >= float(cfg["recolour_share"]) * present[k]:
             t = replace(t, side=side, source="conflict")
         out.append(t)
     return out

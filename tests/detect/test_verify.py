@@ -214,7 +214,8 @@ def test_a_report_the_verifier_doubts_does_not_outrank_one_it_believes():
 
 
 def test_standing_tokens_close_together_are_all_kept_and_without_a_verifier_nothing_changes():
-    tokens = [Token("blue", (100.0, 300.0), 0.9, source="both"), Token("blue", (110.0, 300.0), 0.9, source="model_only")]
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="both"),
+              Token("blue", (110.0, 300.0), 0.9, source="model_only")]
     assert last(tokens, {100: SURE_BLUE, 110: SURE_BLUE}) == tokens
     image, reference, cal = scene("overhead")
     lying = [replace(t, fallen=True) for t in tokens]
