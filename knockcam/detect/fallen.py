@@ -27,9 +27,6 @@ from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured
 from knockcam.detect.tokens import Token
 
 
-PHOTO_AND_LEAN = [0, 1, 2, 6]  # of PhotoPair.network_input's channels: the photo's (BGR) and the lean
-
-
 def default_path() -> Path:
     """data/detect.yaml fallen.path, else the shipped models/fallen.onnx."""
     return configured_path("fallen", "fallen.onnx")
@@ -69,7 +66,7 @@ def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration
     threshold = float(settings.load("detect")["fallen"]["threshold"])
     xy = [t.xy_mm for t in tokens]
     if pair is not None:
-        x = pair.network_input(xy, classifier.geometry)[:, PHOTO_AND_LEAN]
+        x = pair.network_input(xy, classifier.geometry)[:, PhotoPair.PHOTO_AND_LEAN]
     else:
         x = sample(image, calibration, board, xy, classifier.geometry)
     p = classifier.probability(x)

@@ -91,6 +91,8 @@ class PhotoPair:
     bases see them (knockcam.detect.verify, knockcam.detect.refine): the network input at each base is
     cut once and kept, since both look at the same bases with the same patch."""
 
+    PHOTO_AND_LEAN = [0, 1, 2, 6]  # network_input's channels without the empty frame's: what the fallen network sees
+
     def __init__(self, image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board):
         self.image, self.reference, self.calibration, self.board = image, reference, calibration, board
         self._rows: dict[tuple, np.ndarray] = {}

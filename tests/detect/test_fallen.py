@@ -45,7 +45,7 @@ def test_the_photo_pairs_kept_patches_give_the_same_chances_as_a_fresh_cut():
     classifier = fallen.load()
     xy = [tuple(t["xy_mm"]) for t in truth["tokens"]]
     pair = PhotoPair(image, cv2.imread(str(SCENES / "off_board_and_fallen_ref.jpg")), cal, BOARD)
-    kept = pair.network_input(xy, classifier.geometry)[:, fallen.PHOTO_AND_LEAN]
+    kept = pair.network_input(xy, classifier.geometry)[:, PhotoPair.PHOTO_AND_LEAN]
     fresh = fallen.sample(image, cal, BOARD, xy, classifier.geometry)
     assert np.array_equal(kept, fresh)
     tokens = [Token("red", p, 0.9) for p in xy]
