@@ -18,6 +18,7 @@ Independent of the board art. Known blind spot: a token on a printed area of its
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 import cv2
@@ -451,6 +452,8 @@ def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view
     tol = float(tcfg["tolerance_mm"]) * s
     excl = float(tcfg["exclusion_mm"]) * s
     disc_area = np.pi * radius * radius
+    min_new, min_plastic = float(tcfg["min_new_share"]), float(tcfg["min_plastic_share"])
+    max_surrounded, screen = float(tcfg["max_surrounded"]), float(tcfg["screen_margin"])
     nadir = view.to_px([vp.nadir_mm])[0]
     lean = _lean(vp, board)
     n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
@@ -458,6 +461,7 @@ def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view
     ring_px = max(2, int(round(float(tcfg["ring_mm"]) * s)))
     ring_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring_px + 1, 2 * ring_px + 1))
     pad = int(np.ceil(radius)) + 2 + ring_px
+    r_px = int(round(radius))
     hh, ww = mask.shape
     for i in range(1, n):
         x, y, bw, bh, area = stats[i]
@@ -467,7 +471,7 @@ def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view
         x1, y1 = min(x + bw + pad, ww), min(y + bh + pad, hh)
         comp = (labels[y0:y1, x0:x1] == i).astype(np.uint8)
         cls = classes[y0:y1, x0:x1]
-        res = residual[y0:y1, x0:x1]
+        res = np.ascontiguousarray(residual[y0:y1, x0:x1])  # _bilinear indexes it flat
         origin = np.array([x0, y0], np.float64)
         dt = cv2.distanceTransform(comp, cv2.DIST_L2, 5)
         feasible = dt >= radius - tol
@@ -480,6 +484,37 @@ def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view
         rho = np.hypot(cand[:, 0] - local_nadir[0], cand[:, 1] - local_nadir[1]) if len(cand) else np.zeros(0)
         order = np.argsort(rho, kind="stable")
         alive = np.ones(len(cand), bool)
+
+        def judge(c: np.ndarray) -> tuple[float, float, float, tuple[slice, slice], np.ndarray, np.ndarray]:
+            """A base disc at c: its share of new pixels (of a disc), of plastic, and how surrounded it is.
+
+            Worked in a window around the token (``win``; the disc and envelope masks are the window's).
+            """
+            cxy = np.array([int(round(c[0])), int(round(c[1]))])
+            hull = _envelope(c, local_nadir, radius, lean)
+            lo = np.minimum(hull.reshape(-1, 2).min(axis=0), cxy - r_px) - ring_px - 1
+            hi = np.maximum(hull.reshape(-1, 2).max(axis=0), cxy + r_px) + ring_px + 2
+            wx0, wy0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
+            win = (slice(wy0, max(int(hi[1]), wy0)), slice(wx0, max(int(hi[0]), wx0)))
+            comp_w, explained_w = comp[win], explained[win]
+            disc = np.zeros_like(comp_w)
+            cv2.circle(disc, (int(cxy[0]) - wx0, int(cxy[1]) - wy0), r_px, 1, -1)
+            new = float(np.count_nonzero(disc & comp_w & (1 - explained_w))) / disc_area
+            disc_px = disc.astype(bool)
+            plastic = float(np.count_nonzero(cls[win][disc_px] >= 0)) / max(1, np.count_nonzero(disc_px))
+            env = np.zeros_like(comp_w)
+            cv2.fillConvexPoly(env, hull - np.array([wx0, wy0], hull.dtype), 1)
+            # A token stands alone: just outside its silhouette the board shows, or tokens that stood
+            # alone themselves. One inside a wider changed area (glare, a hand, a card) is surrounded
+            # by it: not a token we can trust, or none at all.
+            ring = cv2.dilate(env, ring_kernel) & (1 - env) & (1 - trusted[win])
+            surrounded = float(np.count_nonzero(ring & comp_w)) / max(1, int(np.count_nonzero(ring)))
+            return new, plastic, surrounded, win, disc, env
+
+        def passes(new: float, plastic: float, surrounded: float, margin: float = 0.0) -> bool:
+            return (new >= min_new - margin and plastic >= min_plastic - margin
+                    and surrounded <= max_surrounded + margin)
+
         for k in order:
             if not alive[k]:
                 continue
@@ -488,33 +523,23 @@ def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view
             nu = np.linalg.norm(u)
             u = u / nu if nu > 1e-6 else np.array([0.0, 1.0])
             coarse = p0 + tol * u
-            centre, fitted, rms = _fit_front(res, coarse, u, radius)
-            disc = np.zeros_like(comp)
-            cv2.circle(disc, (int(round(centre[0])), int(round(centre[1]))), int(round(radius)), 1, -1)
-            new = int(np.count_nonzero(disc & comp & (1 - explained)))
-            disc_px = disc.astype(bool)
-            plastic = float(np.count_nonzero(cls[disc_px] >= 0)) / max(1, np.count_nonzero(disc_px))
-            if new < float(tcfg["min_new_share"]) * disc_area or plastic < float(tcfg["min_plastic_share"]):
-                alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * radius
-                continue
-            env = np.zeros_like(comp)
-            cv2.fillConvexPoly(env, _envelope(centre, local_nadir, radius, lean), 1)
-            # A token stands alone: just outside its silhouette the board shows, or tokens that stood
-            # alone themselves. One inside a wider changed area (glare, a hand, a card) is surrounded
-            # by it: not a token we can trust, or none at all.
-            ring = cv2.dilate(env, ring_kernel) & (1 - env) & (1 - trusted)
-            surrounded = float(np.count_nonzero(ring & comp)) / max(1, int(np.count_nonzero(ring)))
-            if surrounded > float(tcfg["max_surrounded"]):
+            # The rim fit is most of this detector's time; a disc that fails by a wide margin at the
+            # coarse centre does not pass a few pixels away, so it is not fitted at all.
+            new, plastic, surrounded, win, disc, env = judge(coarse)
+            if passes(new, plastic, surrounded, margin=screen):
+                centre, fitted, rms = _fit_front(res, coarse, u, radius)
+                new, plastic, surrounded, win, disc, env = judge(centre)
+            if not passes(new, plastic, surrounded):
                 alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * radius
                 continue
             if surrounded > float(tcfg["doubt_surrounded"]):
                 fitted = False
             else:
-                trusted |= env
+                trusted[win] |= env
             alive &= np.hypot(cand[:, 0] - centre[0], cand[:, 1] - centre[1]) >= excl
-            own = env & comp & (1 - explained)
-            votes = _votes(cls, own.astype(bool), disc.astype(bool))
-            explained |= env
+            own = env & comp[win] & (1 - explained[win])
+            votes = _votes(cls[win], own.astype(bool), disc.astype(bool))
+            explained[win] |= env
             found.append(centre)
             blobs.append(Blob(center_px=(float(centre[0] + x0), float(centre[1] + y0)), side_votes=votes,
                               fitted=fitted, fallen=False, rim_rms_px=rms))
@@ -555,33 +580,59 @@ def _bilinear(img: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray:
     h, w = img.shape
     x = np.clip(x, 0, w - 1.001)
     y = np.clip(y, 0, h - 1.001)
-    x0 = x.astype(np.int32)
-    y0 = y.astype(np.int32)
+    x0 = x.astype(np.intp)
+    y0 = y.astype(np.intp)
     fx, fy = x - x0, y - y0
-    return ((img[y0, x0] * (1 - fx) + img[y0, x0 + 1] * fx) * (1 - fy)
-            + (img[y0 + 1, x0] * (1 - fx) + img[y0 + 1, x0 + 1] * fx) * fy)
+    flat = img.ravel()
+    at = y0 * w + x0
+    return ((flat[at] * (1 - fx) + flat[at + 1] * fx) * (1 - fy)
+            + (flat[at + w] * (1 - fx) + flat[at + w + 1] * fx) * fy)
 
 
-def _front_edges(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float, rays: int = 31) -> np.ndarray:
+@dataclass(frozen=True)
+class _Rays:
+    """The rays along which a base's front rim is sought: fixed by the direction to the camera and the radius."""
+
+    dx: np.ndarray
+    dy: np.ndarray
+    radii: np.ndarray
+    inside: np.ndarray  # columns on the plastic (radii up to 0.8 of the base's)
+    outside: np.ndarray  # columns on the board (4 px and more past the rim)
+    start: int  # the first column where the rim may lie (0.6 of the radius)
+
+
+def _rays(u: np.ndarray, radius: float, count: int = 31) -> _Rays:
+    back = np.arctan2(-u[1], -u[0])
+    ang = back + np.linspace(-np.radians(80), np.radians(80), count)
+    radii = np.arange(0.35 * radius, radius + 8.0, 0.5)
+    return _Rays(dx=np.cos(ang), dy=np.sin(ang), radii=radii, inside=np.nonzero(radii <= 0.8 * radius)[0],
+                 outside=np.nonzero(radii >= radius + 4.0)[0], start=int(np.searchsorted(radii, 0.6 * radius)))
+
+
+def _row_median(values: np.ndarray) -> np.ndarray:
+    """np.median along rows, without its overhead (this runs thousands of times a photo)."""
+    n = values.shape[1]
+    half = n // 2
+    if n % 2:
+        return np.partition(values, half, axis=1)[:, half]
+    part = np.partition(values, (half - 1, half), axis=1)
+    return (part[:, half - 1] + part[:, half]) / 2.0
+
+
+def _front_edges(res: np.ndarray, centre: np.ndarray, rays: _Rays) -> np.ndarray:
     """Sub-pixel points of the base's rim on the side facing the camera: half-contrast crossings along rays.
 
     Along each ray from the (coarse) centre the change strength falls from the plastic's level to
     the board's; the rim is where it crosses half-way. Blur and soft shadows move a fixed
     threshold's edge, not the half-way point.
     """
-    back = np.arctan2(-u[1], -u[0])
-    ang = back + np.linspace(-np.radians(80), np.radians(80), rays)
-    radii = np.arange(0.35 * radius, radius + 8.0, 0.5)
-    dx, dy = np.cos(ang), np.sin(ang)
-    xs = centre[0] + np.outer(dx, radii)
-    ys = centre[1] + np.outer(dy, radii)
-    prof = _bilinear(res, xs, ys)
-    inside = np.median(prof[:, radii <= 0.8 * radius], axis=1)
-    outside = np.median(prof[:, radii >= radius + 4.0], axis=1)
+    dx, dy, radii = rays.dx, rays.dy, rays.radii
+    prof = _bilinear(res, centre[0] + np.outer(dx, radii), centre[1] + np.outer(dy, radii))
+    inside = _row_median(prof[:, rays.inside])
+    outside = _row_median(prof[:, rays.outside])
     half = 0.5 * (outside + inside)
-    start = int(np.searchsorted(radii, 0.6 * radius))
-    below = prof[:, start:] < half[:, None]
-    j = start + np.argmax(below, axis=1)  # the first sample under half-way along each ray
+    below = prof[:, rays.start:] < half[:, None]
+    j = rays.start + np.argmax(below, axis=1)  # the first sample under half-way along each ray
     keep = (inside - outside >= 12.0) & below.any(axis=1) & (j > 0)
     k = np.nonzero(keep)[0]
     j = j[k]
@@ -599,30 +650,36 @@ def _fit_front(res: np.ndarray, centre: np.ndarray, u: np.ndarray, radius: float
     centre. Returns the centre, whether the fit held, and the rim points' RMS distance (px) from
     the circle (a round, clean rim is near 0; shadows, blur and occlusion raise it).
     """
-    c = centre.copy()
+    rays = _rays(u, radius)
+    cx, cy = float(centre[0]), float(centre[1])
     rms = 0.0
     for _round in range(3):
-        pts = _front_edges(res, c, u, radius)
+        pts = _front_edges(res, np.array([cx, cy]), rays)
         if len(pts) < 8:
             return centre, False, 0.0
+        px, py = pts[:, 0].copy(), pts[:, 1].copy()
         for _ in range(8):
-            d = pts - c
-            r = np.hypot(d[:, 0], d[:, 1])
+            dx, dy = px - cx, py - cy
+            r = np.hypot(dx, dy)
             resid = r - radius
-            w = 1.0 / np.maximum(1.0, np.abs(resid) / 1.0)
-            jac = -d / np.maximum(r, 1e-6)[:, None]
-            (a11, a12), (_, a22) = (jac * w[:, None]).T @ jac
-            spread = np.hypot(0.5 * (a11 - a22), a12)  # eigenvalues of the symmetric 2x2: mid +- spread
+            w = 1.0 / np.maximum(1.0, np.abs(resid))
+            # the Jacobian of r - radius in the centre is -(dx, dy) / r; its sign cancels in the step
+            safe = np.maximum(r, 1e-6)
+            jx, jy = dx / safe, dy / safe
+            wx, wy = w * jx, w * jy
+            a11, a12, a22 = float(wx @ jx), float(wx @ jy), float(wy @ jy)
+            spread = math.hypot(0.5 * (a11 - a22), a12)  # eigenvalues of the symmetric 2x2: mid +- spread
             mid = 0.5 * (a11 + a22)
             if mid - spread <= 0 or mid + spread > 1e6 * (mid - spread):  # singular or condition number > 1e6
                 return centre, False, 0.0
-            g = -(jac * w[:, None]).T @ resid
-            step = np.array([a22 * g[0] - a12 * g[1], a11 * g[1] - a12 * g[0]]) / (a11 * a22 - a12 * a12)
-            c = c + step
-            if np.hypot(*step) < 0.01:
+            g0, g1 = float(wx @ resid), float(wy @ resid)
+            det = a11 * a22 - a12 * a12
+            sx, sy = (a22 * g0 - a12 * g1) / det, (a11 * g1 - a12 * g0) / det
+            cx, cy = cx + sx, cy + sy
+            if math.hypot(sx, sy) < 0.01:
                 break
-        d = pts - c
-        rms = float(np.sqrt(np.mean((np.hypot(d[:, 0], d[:, 1]) - radius) ** 2)))
+        rms = float(np.sqrt(np.mean((np.hypot(px - cx, py - cy) - radius) ** 2)))
+    c = np.array([cx, cy])
     if np.hypot(*(c - centre)) > 0.5 * radius:
         return centre, False, 0.0
     return c, True, rms

@@ -276,3 +276,27 @@ def test_a_token_under_a_hand_is_sent_to_a_human(board):
     assert len(hidden) == 2
     areas = ref.look(scene.image, scene.reference, scene.calibration, board).hidden
     assert any(near_hidden(t.xy_mm, areas, board.token.base_diameter_mm / 2) for t in hidden)
+
+
+@pytest.mark.parametrize("seed", [3022, 3024, 3026])
+def test_the_screen_skips_hopeless_fits_and_finds_the_same_tokens(board, seed, monkeypatch):
+    """Candidates far from passing at their coarse centre are not fitted; the tokens are those of fitting all.
+
+    Renders with hands, cups and glare, where most candidates are hopeless.
+    """
+    from knockcam.bench import make_scene
+
+    scene = make_scene(board, seed, held_out=False)
+    cfg = settings.load("reference")
+    fits = []
+    fit_front = ref._fit_front
+    monkeypatch.setattr(ref, "_fit_front", lambda *a: fits.append(1) or fit_front(*a))
+    screened = ref.look(scene.image, scene.reference, scene.calibration, board).tokens
+    screened_fits = len(fits)
+    fits.clear()
+    fit_all = {**cfg, "token": {**cfg["token"], "screen_margin": 100.0}}
+    load = settings.load
+    monkeypatch.setattr(settings, "load", lambda name: fit_all if name == "reference" else load(name))
+    every = ref.look(scene.image, scene.reference, scene.calibration, board).tokens
+    assert screened == every and len(screened) > 0
+    assert screened_fits < 0.9 * len(fits)
