@@ -15,6 +15,7 @@ where each one rests.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
@@ -72,18 +73,23 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
     learned = load_model(model)
     found_ref, hidden, difference = None, (), None
-    if reference is not None:
-        from knockcam.detect.reference import look
-
-        seen = look(image, reference, calibration, board)
-        found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
     found_model = weak = None
-    if learned is not None:
-        # with a reference frame, the model's weak candidates too: they vouch for reference-only blobs
-        floor = min(learned.support_conf, learned.conf) if found_ref else learned.conf
-        candidates = learned.detect(image, calibration, board, conf=floor)
-        found_model = [t for t in candidates if t.confidence >= learned.conf]
-        weak = [t for t in candidates if t.confidence < learned.conf]
+    # The two detectors are independent: the network runs in a thread while the photo is compared
+    # with the empty frame (onnxruntime and OpenCV release the GIL), so the 2 cores share the work.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        if learned is not None:
+            # with a reference frame, the model's weak candidates too: they vouch for reference-only blobs
+            floor = min(learned.support_conf, learned.conf) if reference is not None else learned.conf
+            candidates = pool.submit(learned.detect, image, calibration, board, conf=floor)
+        if reference is not None:
+            from knockcam.detect.reference import look
+
+            seen = look(image, reference, calibration, board)
+            found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
+        if learned is not None:
+            found_model = [t for t in candidates.result() if t.confidence >= learned.conf]
+            # weak candidates only vouch for reference blobs: none found, none needed
+            weak = [t for t in candidates.result() if t.confidence < learned.conf] if found_ref else []
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")

@@ -162,11 +162,16 @@ def paper_gains(matched_ref: np.ndarray, board_mask: np.ndarray) -> np.ndarray:
     return (paper.mean() / paper).astype(np.float32)
 
 
-def _hsv(image: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Hue (degrees), saturation and value (0..1) after white balance on the paper."""
-    balanced = np.clip(image.astype(np.float32) * gains, 0, 255).astype(np.uint8)
-    hsv = cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV_FULL).astype(np.float32)  # hue 0..255 for 0..360 degrees
-    return hsv[..., 0] * (360.0 / 256.0), hsv[..., 1] / 255.0, hsv[..., 2] / 255.0
+_LEVELS = np.arange(256, dtype=np.uint8).astype(np.float32)
+_HUE_OF = _LEVELS * (360.0 / 256.0)  # OpenCV's full-range hue byte -> degrees
+_SHARE_OF = _LEVELS / 255.0  # saturation or value byte -> 0..1
+
+
+def _hsv_bytes(image: np.ndarray, gains: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Hue, saturation and value bytes after white balance on the paper (_HUE_OF and _SHARE_OF read them)."""
+    table = np.clip(_LEVELS[:, None] * np.asarray(gains, np.float32)[None, :], 0, 255).astype(np.uint8)
+    balanced = cv2.LUT(image, table.reshape(256, 1, 3))
+    return cv2.split(cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV_FULL))
 
 
 def colour_classes(image: np.ndarray, gains: np.ndarray, cfg: dict, reference: np.ndarray | None = None,
@@ -177,29 +182,35 @@ def colour_classes(image: np.ndarray, gains: np.ndarray, cfg: dict, reference: n
     saturated than the board was: washed-out plastic on paper, which a shadow (a scale: the same
     saturation) or the paper itself never is. Only where the reference's colour was ``measured``
     (see ``measured_colour``): a clipped reference looks less saturated than the board is.
+    Hue, saturation and value are bytes, so every test is a table lookup.
     """
     ccfg = cfg["colour"]
-    hue, sat, val = _hsv(image, gains)
-    lit = val >= float(ccfg["min_value"])
-    pale = np.zeros(image.shape[:2], bool)
+    hue8, sat8, val8 = _hsv_bytes(image, gains)
+    side_of_hue = np.full(256, -1, np.int8)  # the hue ranges do not overlap
+    least_saturation = np.full(256, 255, np.uint8)  # the smallest saturation byte of a plastic, by hue byte
+    for index, side in enumerate(SIDES):
+        inside = np.zeros(256, bool)
+        for lo, hi in ccfg["hues"][side]:
+            inside |= (_HUE_OF >= lo) & (_HUE_OF < hi)
+        side_of_hue[inside] = index
+        least_saturation[inside] = np.argmax(_SHARE_OF >= float(ccfg["min_saturation"][side]))
+    lit = val8 >= np.argmax(_SHARE_OF >= float(ccfg["min_value"]))
+    keep = lit & (sat8 >= cv2.LUT(hue8, least_saturation))
+    out = cv2.LUT(hue8, side_of_hue.view(np.uint8)).view(np.int8)
     if reference is not None:
         # the board's saturation is needed only where the photo is pale-plastic coloured: computed there alone
-        maybe = lit & (sat >= float(ccfg["washed_saturation"])) & (sat < max(ccfg["min_saturation"].values()))
+        pale_sat = (_SHARE_OF >= float(ccfg["washed_saturation"])) & (_SHARE_OF < max(ccfg["min_saturation"].values()))
+        maybe = cv2.LUT(sat8, pale_sat.astype(np.uint8)).view(bool) & lit & ~keep & (out >= 0)
         if measured is not None:
             maybe &= measured
         ys, xs = np.nonzero(maybe)
-        pale[ys, xs] = sat[ys, xs] - _saturation(reference[ys, xs], gains) >= float(ccfg["washed_rise"])
-    out = np.full(image.shape[:2], -1, np.int8)
-    for index, side in enumerate(SIDES):
-        inside = np.zeros(image.shape[:2], bool)
-        for lo, hi in ccfg["hues"][side]:
-            inside |= (hue >= lo) & (hue < hi)
-        out[lit & inside & ((sat >= float(ccfg["min_saturation"][side])) | pale)] = index
+        keep[ys, xs] = _SHARE_OF[sat8[ys, xs]] - _saturation(reference[ys, xs], gains) >= float(ccfg["washed_rise"])
+    out[~keep] = -1
     return out
 
 
 def _saturation(pixels: np.ndarray, gains: np.ndarray) -> np.ndarray:
-    """HSV saturation (0..1) of (N, 3) BGR pixels after white balance on the paper, as ``_hsv`` computes it."""
+    """HSV saturation (0..1) of (N, 3) BGR pixels after white balance on the paper, as ``_hsv_bytes`` reads."""
     b, g, r = (np.floor(np.clip(pixels[:, i].astype(np.float32) * gains[i], 0, 255)) for i in range(3))
     top, bottom = np.maximum(np.maximum(b, g), r), np.minimum(np.minimum(b, g), r)
     return np.round(255 * (top - bottom) / np.maximum(top, 1)) / 255.0

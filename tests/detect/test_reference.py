@@ -237,6 +237,27 @@ def test_washed_out_plastic_on_paper_is_plastic_but_a_shadow_is_not():
     assert _classes((140, 185, 150), (235, 255, 250), measured=False) == -1
 
 
+def test_colour_classes_follow_the_hue_ranges_and_thresholds_of_the_settings():
+    """Every pixel: the side whose hue range holds its hue, when saturated and bright enough (the table
+    lookups against the definition in degrees and shares, on random colours and a random white balance)."""
+    cfg = settings.load("reference")
+    ccfg = cfg["colour"]
+    rng = np.random.default_rng(7)
+    image = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+    gains = rng.uniform(0.8, 1.25, 3).astype(np.float32)
+    balanced = np.clip(image.astype(np.float32) * gains, 0, 255).astype(np.uint8)
+    hsv = cv2.cvtColor(balanced, cv2.COLOR_BGR2HSV_FULL).astype(np.float64)
+    hue, sat, val = hsv[..., 0] * 360.0 / 256.0, hsv[..., 1] / 255.0, hsv[..., 2] / 255.0
+    expected = np.full(image.shape[:2], -1)
+    for index, side in enumerate(SIDES):
+        inside = np.zeros(image.shape[:2], bool)
+        for lo, hi in ccfg["hues"][side]:
+            inside |= (hue >= lo) & (hue < hi)
+        expected[inside & (sat >= ccfg["min_saturation"][side]) & (val >= ccfg["min_value"])] = index
+    got = ref.colour_classes(image, gains, cfg)
+    assert (got == expected).all() and len(np.unique(got)) == len(SIDES) + 1
+
+
 def test_small_changes_against_a_clipped_reference_are_not_token_pixels():
     cfg = settings.load("reference")
     orange = np.full((4, 4, 3), (60, 150, 255), np.uint8)  # red channel clipped
