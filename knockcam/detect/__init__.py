@@ -87,9 +87,10 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
             seen = look(image, reference, calibration, board)
             found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
         if learned is not None:
-            found_model = [t for t in candidates.result() if t.confidence >= learned.conf]
+            proposed = candidates.result()
+            found_model = [t for t in proposed if t.confidence >= learned.conf]
             # weak candidates only vouch for reference blobs: none found, none needed
-            weak = [t for t in candidates.result() if t.confidence < learned.conf] if found_ref else []
+            weak = [t for t in proposed if t.confidence < learned.conf] if found_ref else []
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
