@@ -537,10 +537,11 @@ def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view
             # The rim fit is most of this detector's time; a disc that fails by a wide margin at the
             # coarse centre does not pass a few pixels away, so it is not fitted at all.
             new, plastic, surrounded, win, disc, env = judge(coarse)
-            if passes(new, plastic, surrounded, margin=screen):
+            hopeful = passes(new, plastic, surrounded, margin=screen)
+            if hopeful:
                 centre, fitted, rms = _fit_front(res, coarse, u, radius)
                 new, plastic, surrounded, win, disc, env = judge(centre)
-            if not passes(new, plastic, surrounded):
+            if not (hopeful and passes(new, plastic, surrounded)):  # never a centre left from another candidate
                 alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * radius
                 continue
             if surrounded > float(tcfg["doubt_surrounded"]):
