@@ -1,6 +1,7 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
 with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--verify`` the token verifier
-(models/verify.onnx), with ``--refine`` the base refiner (models/refine.onnx), each on renders it makes itself.
+(models/verify.onnx), with ``--refine`` the base refiner (models/refine.onnx), with ``--fallen-base`` where a
+lying token's base is (models/fallen_base.onnx), each on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -53,9 +54,13 @@ def register(subparsers) -> None:
                         help="train the base refiner instead: renders its own scenes with empty-board frames, "
                              "learns where the true base lies from both detectors' candidates, exports "
                              "OUT/refine.onnx (recipe: detect.yaml refine.train)")
+    parser.add_argument("--fallen-base", action="store_true",
+                        help="train the fallen-token placer instead: renders its own scenes with empty-board "
+                             "frames, learns where a lying token's base is from both detectors' candidates, "
+                             "exports OUT/fallen_base.onnx (recipe: detect.yaml fallen_base.train)")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen, --verify or --refine: training renders (default: the recipe's "
-                             "train.scenes)")
+                        help="with --fallen, --verify, --refine or --fallen-base: training renders (default: "
+                             "the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 
@@ -71,10 +76,12 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if args.fallen + args.verify + args.refine > 1:
-        raise KnockcamError("--fallen, --verify and --refine train different networks: give one of them")
+    if args.fallen + args.verify + args.refine + args.fallen_base > 1:
+        raise KnockcamError("--fallen, --verify, --refine and --fallen-base train different networks: give one of them")
     if args.fallen:
         return _train_fallen(args)
+    if args.fallen_base:
+        return _train_fallen_base(args)
     if args.verify:
         return _train_verify(args)
     if args.refine:
@@ -119,6 +126,20 @@ def _train_fallen(args) -> int:
         f"caught, {r['standing_marked']:.2%} of standing ones marked; "
         f"1% marked at {r['threshold_1pct']:.3f} ({r['lying_caught_1pct']:.1%} caught), "
         f"2% at {r['threshold_2pct']:.3f} ({r['lying_caught_2pct']:.1%} caught)"))
+
+
+def _train_fallen_base(args) -> int:
+    from knockcam.detect.fallen_train import train_placer
+
+    def held_out(r):
+        lying, standing = r["lying"], r["standing"]
+        return (f"held out ({r['val_scenes']} renders): base error near {lying['candidates']} lying tokens median "
+                f"{lying['error_mm_before']['median']:.1f} -> {lying['error_mm_after']['median']:.1f} mm, p90 "
+                f"{lying['error_mm_before']['p90']:.1f} -> {lying['error_mm_after']['p90']:.1f} mm; near "
+                f"{standing['candidates']} standing ones median {standing['error_mm_before']['median']:.1f} -> "
+                f"{standing['error_mm_after']['median']:.1f} mm")
+
+    return _train_patch_network(args, train_placer, held_out)
 
 
 def _train_verify(args) -> int:

@@ -9,7 +9,8 @@ each token's uncertainty then includes the calibration's error (``with_calibrati
 the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
 a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen); a last look
 (``verify.last_look``) drops the tokens the verifier doubts where that costs least, reports a lying
-token seen twice once and corrects colours. Then ``knockcam.assign.assign(tokens, board)`` says
+token seen twice once and corrects colours; the lying tokens are then moved to where their base is,
+the point they are stood back up on (``place_fallen``). Then ``knockcam.assign.assign(tokens, board)`` says
 where each one rests.
 """
 
@@ -69,7 +70,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
-    from knockcam.detect.fallen import load as load_fallen, mark_fallen
+    from knockcam.detect.fallen import load as load_fallen, load_placer, mark_fallen, place_fallen
 
     learned = load_model(model)
     found_ref, hidden, difference = None, (), None
@@ -94,9 +95,10 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
-    lying = load_fallen()
+    lying, placer = load_fallen(), load_placer()
     if found_model is None or found_ref is None:
         found = mark_fallen(found_model if found_ref is None else found_ref, image, calibration, board, lying)
+        found = place_fallen(found, image, calibration, board, placer)
     else:
         from knockcam.detect.combine import combine
         from knockcam.detect.reference import in_reach
@@ -114,6 +116,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
         beside = refine_bases(tokens_beside(found, pair, verifier, difference), pair, refiner)
         found = last_look(found + mark_fallen(beside, image, calibration, board, lying, pair), pair, verifier, hidden)
+        found = place_fallen(found, image, calibration, board, placer, pair)  # the lying ones: where they stand up
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 

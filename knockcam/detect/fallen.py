@@ -9,8 +9,14 @@ anywhere), and
 a small convolutional network (models/fallen.onnx, run with onnxruntime) says how likely it lies
 down. Tokens at or above the threshold are marked ``fallen`` and knockcam.assign leaves them to a human.
 
-``knockcam train --fallen`` trains the network on synthetic renders (knockcam.detect.fallen_train);
-settings in data/detect.yaml ``fallen``.
+Where is it stood back up? The detectors report a lying token on its body, often near its top, 12 mm
+from its base (median). ``place_fallen`` moves each token marked fallen to where a second network
+(models/fallen_base.onnx, on the same patch) places the base: the point S3 stands it up on. It is
+still the players' call (the token stays flagged), but the space knockcam proposes is the right
+one more often.
+
+``knockcam train --fallen`` and ``knockcam train --fallen-base`` train the networks on synthetic
+renders (knockcam.detect.fallen_train); settings in data/detect.yaml ``fallen`` and ``fallen_base``.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured_path, load_once, network_input
+from knockcam.detect.refine import BaseRefiner
 from knockcam.detect.tokens import Token
 
 
@@ -51,6 +58,15 @@ class FallenClassifier(PatchClassifier):
         return 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -30, 30)))
 
 
+def _input(xy_mm, image: np.ndarray, calibration: Calibration, board: Board, geometry: dict,
+           pair: PhotoPair | None) -> np.ndarray:
+    """The fallen networks' input at ``xy_mm``: the photo's patch and the lean, from ``pair``'s kept
+    patches when there is one (the last look cuts the same), else cut from ``image``."""
+    if pair is not None:
+        return pair.network_input(xy_mm, geometry)[:, PhotoPair.PHOTO_AND_LEAN]
+    return sample(image, calibration, board, xy_mm, geometry)
+
+
 def load(path: str | Path | None = None) -> FallenClassifier | None:
     """The shipped network (None when it has not been trained), kept for the next call."""
     return load_once(FallenClassifier, Path(path) if path is not None else default_path())
@@ -64,10 +80,43 @@ def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration
     if classifier is None or not tokens:
         return list(tokens)
     threshold = float(settings.load("detect")["fallen"]["threshold"])
-    xy = [t.xy_mm for t in tokens]
-    if pair is not None:
-        x = pair.network_input(xy, classifier.geometry)[:, PhotoPair.PHOTO_AND_LEAN]
-    else:
-        x = sample(image, calibration, board, xy, classifier.geometry)
-    p = classifier.probability(x)
+    p = classifier.probability(_input([t.xy_mm for t in tokens], image, calibration, board, classifier.geometry, pair))
     return [replace(t, fallen=True) if pk >= threshold else t for t, pk in zip(tokens, p)]
+
+
+class FallenPlacer(BaseRefiner):
+    """models/fallen_base.onnx: for a token lying down, where its base lies from the point it was found
+    (mm ahead, away from the camera, and mm to the right), in the fallen network's patch."""
+
+    what = "the fallen-token placer"
+    remedy = " (retrain it with 'knockcam train --fallen-base')"
+
+
+def placer_path() -> Path:
+    """data/detect.yaml fallen_base.path, else the shipped models/fallen_base.onnx."""
+    return configured_path("fallen_base", "fallen_base.onnx")
+
+
+def load_placer(path: str | Path | None = None) -> FallenPlacer | None:
+    """The shipped placer (None when it has not been trained), kept for the next call."""
+    return load_once(FallenPlacer, Path(path) if path is not None else placer_path())
+
+
+def place_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration, board: Board,
+                 placer: FallenPlacer | None, pair: PhotoPair | None = None) -> list[Token]:
+    """``tokens`` with those marked fallen moved to where ``placer`` puts their base (RULES.md S3: where
+    a lying token is stood back up); a move longer than ``fallen_base.max_move_mm`` is not made. The
+    others are returned as they are. ``pair``: as for ``mark_fallen``."""
+    lying = [k for k, t in enumerate(tokens) if t.fallen]
+    if placer is None or not lying:
+        return list(tokens)
+    xy = np.array([tokens[k].xy_mm for k in lying], np.float64)
+    moved, distance, _ = placer.placed(_input(xy, image, calibration, board, placer.geometry, pair), xy, calibration)
+    px = calibration.mm_to_px(moved)
+    limit = float(settings.load("detect")["fallen_base"]["max_move_mm"])
+    out = list(tokens)
+    for i, k in enumerate(lying):
+        if distance[i] <= limit:
+            out[k] = replace(tokens[k], xy_mm=(float(moved[i, 0]), float(moved[i, 1])),
+                             xy_px=(float(px[i, 0]), float(px[i, 1])))
+    return out

@@ -1,10 +1,16 @@
-"""Training the fallen-token classifier (knockcam.detect.fallen): ``knockcam train --fallen``.
+"""Training the fallen-token networks (knockcam.detect.fallen): ``knockcam train --fallen`` and
+``knockcam train --fallen-base``.
 
-Renders synthetic scenes with many tokens lying down (training seeds only), runs the shipped token
-model on them, cuts the classifier's patch around every detection that belongs to a true token
-(labelled lying or standing by the render's truth), trains a small network with torch (knockcam.detect.patch_train;
-the [train] extra: the runtime never imports it), exports it to ONNX with its patch geometry, and measures it
-on scenes from other seeds. Recipe: data/detect.yaml ``fallen.train``.
+Both render synthetic scenes with many tokens lying down (training seeds only) and train a small
+network with torch (knockcam.detect.patch_train; the [train] extra: the runtime never imports it),
+export it to ONNX with its patch geometry and measure it on scenes from other seeds.
+
+- The classifier (``train``) learns on the shipped token model's detections that belong to a true
+  token, labelled lying or standing by the render's truth. Recipe: data/detect.yaml ``fallen.train``.
+- The placer (``train_placer``) learns on both detectors' candidates (with the empty frame, as
+  knockcam.detect.patch_train.candidates_in_render finds them) near a lying token's body where that
+  token's base lies, and near a standing token's base where that base is (a standing token marked
+  fallen must stay put), as many of those as lying ones. Recipe: data/detect.yaml ``fallen_base.train``.
 """
 
 from __future__ import annotations
@@ -16,7 +22,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.detect.patch_train import export, fit, gather, need_torch, plan
+from knockcam.detect.patch_train import candidates_in_render, describe, export, fit, gather, need_torch, plan
 
 
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
@@ -82,5 +88,85 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
     net = fit(cut, lean, y, recipe, log=log)
     path = export(net, geometry, Path(out) / "fallen.onnx")
     result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")["fallen"]["threshold"]))
+    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
+    return result
+
+
+def placement_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+    """One render's (photo patches, lean, (N, 2) offsets of the true base in mm ahead and right of each
+    candidate, 1 for a lying token's candidate) for the candidates within ``lying_near_mm`` of a lying
+    token's body or ``near_mm`` of a standing token's base, of tokens at least ``min_visible`` in view."""
+    from knockcam.detect.patch import around, directions
+    from knockcam.detect.reference import viewpoint
+    from knockcam.detect.verify_train import nearest_true
+
+    recipe = settings.load("detect")["fallen_base"]["train"]
+    image, _, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
+    truth = [t for t in truth if t.visible >= float(recipe["min_visible"])]
+    size = int(geometry["size_px"])
+    none = (np.zeros((0, size, size, 3), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32), np.zeros(0))
+    if not candidates or not truth:
+        return none
+    xy = np.array([t.xy_mm for t in candidates], np.float64)
+    owner, distance = nearest_true(xy, truth, owners=True)
+    lying = np.array([truth[i].fallen for i in owner])
+    keep = distance <= np.where(lying, float(recipe["lying_near_mm"]), float(recipe["near_mm"]))
+    if not keep.any():
+        return none
+    xy, owner, lying = xy[keep], owner[keep], lying[keep]
+    to_base = np.array([truth[i].xy_mm for i in owner], np.float64) - xy
+    away, across = directions(xy, viewpoint(calibration).nadir_mm)
+    offsets = np.stack([np.sum(to_base * away, axis=1), np.sum(to_base * across, axis=1)], axis=1)
+    cut, lean = around(image, calibration, board, xy, geometry)
+    return cut, lean, offsets.astype(np.float32), lying.astype(np.float64)
+
+
+def balanced(lying: np.ndarray, share: float, seed: int) -> np.ndarray:
+    """Indices of every lying example and of ``share`` as many standing ones, drawn at random (``seed``)."""
+    rng = np.random.default_rng(seed)
+    lying = np.asarray(lying) > 0.5
+    standing = np.where(~lying)[0]
+    standing = rng.choice(standing, min(len(standing), int(share * lying.sum())), replace=False)
+    return np.sort(np.concatenate([np.where(lying)[0], standing]))
+
+
+def measure_placer(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray, lying: np.ndarray) -> dict:
+    """The exported placer (onnxruntime, as at run time) on held-out candidates: the base error (mm)
+    before and after, for lying tokens' candidates and for standing ones'."""
+    from knockcam.detect.fallen import FallenPlacer
+    from knockcam.detect.patch import network_input
+    from knockcam.detect.refine_train import spread
+
+    net = FallenPlacer(path)
+    move = np.concatenate([net.offsets(network_input(cut[i:i + 512], lean[i:i + 512]))[0]
+                           for i in range(0, len(cut), 512)]) if len(cut) else np.zeros((0, 2))
+    before, after = np.hypot(*offsets.T), np.hypot(*(offsets - move).T)
+    out = {}
+    for name, rows in (("lying", lying > 0.5), ("standing", lying < 0.5)):
+        out[name] = {"candidates": int(rows.sum()), "error_mm_before": spread(before[rows]),
+                     "error_mm_after": spread(after[rows])}
+    return out
+
+
+def train_placer(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
+                 epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
+    """Render, train, export OUT/fallen_base.onnx and measure it on held-out renders; returns the measurement."""
+    need_torch()
+    from knockcam.synth.fixtures import merge
+    from knockcam.synth.scene import config
+
+    recipe, geometry, seeds, val_seeds = plan("fallen_base", scenes, val_scenes, epochs)
+    synth_cfg = merge(config(), {"tokens": {"fallen_p": float(recipe["fallen_p"])}})
+    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}) and running both detectors")
+    cut, lean, offsets, lying = gather(placement_examples, board, seeds, synth_cfg, geometry, workers)
+    log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
+    cut_v, lean_v, offsets_v, lying_v = gather(placement_examples, board, val_seeds, synth_cfg, geometry, workers)
+    rows = balanced(lying, float(recipe["standing_share"]), int(recipe["seed"]))
+    log(f"{len(cut)} candidates, {int(lying.sum())} of a lying token; learning on {len(rows)}")
+    scale = {"scale_mm": float(recipe["offset_scale_mm"]), "mm_per_px": float(geometry["mm_per_px"])}
+    net = fit(cut[rows], lean[rows], offsets[rows], recipe, log=log, offsets=scale)
+    path = export(net, geometry, Path(out) / "fallen_base.onnx")
+    describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": 1.0})
+    result = measure_placer(path, cut_v, lean_v, offsets_v, lying_v)
     result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
     return result

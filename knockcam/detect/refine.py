@@ -65,6 +65,15 @@ class BaseRefiner(PatchClassifier):
         out = self.logits(x).reshape(len(x), 4).astype(np.float64)
         return out[:, :2] * self.scale_mm, np.maximum(out[:, 2:], MIN_SCALE) * self.scale_mm
 
+    def placed(self, x: np.ndarray, xy_mm: np.ndarray, calibration) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """For bases found at ``xy_mm`` (N, 2) and their rows ``x`` of ``PhotoPair.network_input``: where the
+        network puts them (N, 2 board mm), how far that moves each (mm) and the error it expects (N, 2)."""
+        from knockcam.detect.reference import viewpoint
+
+        move, expected = self.offsets(x)
+        away, across = directions(xy_mm, viewpoint(calibration).nadir_mm)
+        return xy_mm + move[:, :1] * away + move[:, 1:] * across, np.hypot(move[:, 0], move[:, 1]), expected
+
     def sigma_mm(self, expected: np.ndarray) -> np.ndarray:
         """A token's 1-sigma position error from the error the network expects on each axis (N, 2), by
         assign's convention: ambiguity.sigmas times it is the 90th percentile of the base error, as its
@@ -83,19 +92,15 @@ def refine_bases(tokens: list[Token], pair: PhotoPair, refiner: BaseRefiner | No
     move too far are left as they were."""
     if refiner is None or not tokens:
         return list(tokens)
-    from knockcam.detect.reference import viewpoint
-
     cfg = settings.load("detect")["refine"]
     limit, keep = float(cfg["max_move_mm"]), float(cfg["keep_detector_sigma"])
     xy = np.array([t.xy_mm for t in tokens], np.float64)
-    move, expected = refiner.offsets(pair.network_input(xy, refiner.geometry))
-    away, across = directions(xy, viewpoint(pair.calibration).nadir_mm)
-    moved = xy + move[:, :1] * away + move[:, 1:] * across
+    moved, distance, expected = refiner.placed(pair.network_input(xy, refiner.geometry), xy, pair.calibration)
     sigma = refiner.sigma_mm(expected)
     px = pair.calibration.mm_to_px(moved)
     out = []
     for k, t in enumerate(tokens):
-        if np.hypot(*move[k]) > limit:
+        if distance[k] > limit:
             out.append(t)
             continue
         out.append(replace(t, xy_mm=(float(moved[k, 0]), float(moved[k, 1])),

@@ -69,14 +69,14 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray) 
     sigma = per_scale * expected
     limit = float(settings.load("detect")["refine"]["max_move_mm"])
     return {"candidates": int(len(offsets)),
-            "error_mm_before": _spread(before), "error_mm_after": _spread(after),
+            "error_mm_before": spread(before), "error_mm_after": spread(after),
             "sigma_per_scale": round(per_scale, 4),
-            "sigma_mm": _spread(sigma),
+            "sigma_mm": spread(sigma),
             "beyond_2sigma": round(float(np.mean(after > 2 * sigma)), 4),
             "moved_too_far": int(np.sum(np.hypot(*move.T) > limit))}
 
 
-def _spread(values: np.ndarray) -> dict:
+def spread(values: np.ndarray) -> dict:
     return {q: round(float(np.percentile(values, p)), 3) for q, p in (("median", 50), ("p90", 90), ("p99", 99))}
 
 

@@ -44,9 +44,10 @@ def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) ->
     return cut, lean, label.astype(np.int64), np.array([t.confidence for t in candidates]), weak
 
 
-def nearest_true(xy: np.ndarray, truth) -> tuple[np.ndarray, np.ndarray]:
-    """For each point (N, 2): the side index of the nearest true token and the distance (mm) to its
-    base, or for one lying down to the nearest point of its body (knockcam.bench.match's rule)."""
+def nearest_true(xy: np.ndarray, truth, owners: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """For each point (N, 2): the side index of the nearest true token (with ``owners``, its index in
+    ``truth``) and the distance (mm) to its base, or for one lying down to the nearest point of its
+    body (knockcam.bench.match's rule)."""
     if not truth:
         return np.full(len(xy), NONE), np.full(len(xy), np.inf)
     a = np.array([t.xy_mm for t in truth], np.float64)
@@ -57,7 +58,8 @@ def nearest_true(xy: np.ndarray, truth) -> tuple[np.ndarray, np.ndarray]:
     nearest = a[:, None, :] + along[:, :, None] * axis[:, None, :]
     d = np.hypot(nearest[..., 0] - xy[None, :, 0], nearest[..., 1] - xy[None, :, 1])
     owner = d.argmin(axis=0)
-    return np.array([SIDES.index(truth[i].side) for i in owner]), d[owner, np.arange(len(xy))]
+    found = owner if owners else np.array([SIDES.index(truth[i].side) for i in owner])
+    return found, d[owner, np.arange(len(xy))]
 
 
 def measure(path: Path, cut: np.ndarray, lean: np.ndarray, label: np.ndarray, weak: np.ndarray) -> dict:

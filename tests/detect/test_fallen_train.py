@@ -1,11 +1,12 @@
-"""Training the fallen-token classifier: its examples come labelled from the renders' truth."""
+"""Training the fallen-token networks: their examples come labelled from the renders' truth."""
 
 import numpy as np
 import pytest
 
 from knockcam.board import load_board
 from knockcam.detect import load_model
-from knockcam.detect.fallen_train import scene_examples
+from knockcam.detect.fallen_train import balanced, placement_examples, scene_examples
+from knockcam.settings import load
 from knockcam.synth.fixtures import merge
 from knockcam.synth.scene import config
 
@@ -43,3 +44,51 @@ def test_train_fallen_explains_bad_arguments_and_a_missing_extra(capsys):
     if importlib.util.find_spec("torch") is None:
         assert main(["train", "--fallen", "--scenes", "10"]) == 2
         assert "pip install 'knockcam[train]'" in capsys.readouterr().err
+
+
+@needs_model
+def test_the_placer_learns_where_a_lying_tokens_base_is_from_candidates_on_its_body():
+    from knockcam.detect.patch import directions
+    from knockcam.detect.patch_train import candidates_in_render
+    from knockcam.detect.reference import viewpoint
+
+    recipe = load("detect")["fallen_base"]["train"]
+    cfg = merge(config(), {"tokens": {"fallen_p": 0.5, "side_present_p": 1.0, "per_side_min": 2}})
+    cut, lean, offsets, lying = placement_examples(BOARD, 280_007, cfg, GEOMETRY, load_model())
+    assert cut.shape[1:] == (64, 64, 3) and cut.dtype == np.uint8
+    assert len(cut) == len(lean) == len(offsets) == len(lying) and lying.sum() >= 2 and (lying == 0).sum() >= 2
+    distance = np.hypot(*offsets.T)
+    assert np.all(distance[lying == 0] <= recipe["near_mm"]) and np.median(distance[lying == 1]) > 5
+    # the same render: each candidate plus its offset (in the patch's frame) is a true base of the right kind
+    _, _, calibration, candidates, truth = candidates_in_render(BOARD, 280_007, cfg, load_model())
+    seen = [t for t in truth if t.visible >= recipe["min_visible"]]
+    kept = []
+    for p in np.array([t.xy_mm for t in candidates]):
+        body = [np.hypot(*(p - _nearest_on_body(p, t))) for t in seen]
+        k = int(np.argmin(body))
+        near = recipe["lying_near_mm"] if seen[k].fallen else recipe["near_mm"]
+        if body[k] <= near:
+            kept.append((p, seen[k].xy_mm, seen[k].fallen))
+    assert len(kept) == len(cut)
+    start = np.array([k[0] for k in kept])
+    away, across = directions(start, viewpoint(calibration).nadir_mm)
+    landed = start + offsets[:, :1] * away + offsets[:, 1:] * across
+    assert np.allclose(landed, [k[1] for k in kept], atol=1e-3)
+    assert np.array_equal(lying, [float(k[2]) for k in kept])
+
+
+def _nearest_on_body(p, token):
+    """The nearest point to ``p`` of a true token: its base, or for one lying down its body's axis."""
+    a = np.asarray(token.xy_mm, np.float64)
+    b = np.asarray(token.lies_to_mm if token.lies_to_mm is not None else token.xy_mm, np.float64)
+    axis = b - a
+    t = np.clip(np.dot(p - a, axis) / max(np.dot(axis, axis), 1e-12), 0.0, 1.0)
+    return a + t * axis
+
+
+def test_the_placer_learns_on_every_lying_example_and_as_many_standing_ones_drawn_at_random():
+    lying = np.array([0, 1, 0, 0, 1, 0, 0, 0, 1, 0], np.float64)
+    rows = balanced(lying, 1.0, seed=0)
+    assert set(np.where(lying == 1)[0]) <= set(rows) and len(rows) == 6 and list(rows) == sorted(rows)
+    assert np.array_equal(rows, balanced(lying, 1.0, seed=0))
+    assert len(balanced(lying, 0.5, seed=0)) == 4 and len(balanced(lying, 9.0, seed=0)) == 10

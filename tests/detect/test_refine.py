@@ -28,7 +28,7 @@ def scene(name):
             Calibration.from_dict(truth["calibration"]), truth)
 
 
-class Told:
+class Told(refine.BaseRefiner):
     """A refiner that answers what it is told: one (mm ahead, mm right, sigma) per token, in order."""
 
     geometry = {"size_px": 64, "mm_per_px": 1.25, "behind_mm": 30.0}
