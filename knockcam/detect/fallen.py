@@ -9,8 +9,8 @@ anywhere), and
 a small convolutional network (models/fallen.onnx, run with onnxruntime) says how likely it lies
 down. Tokens at or above the threshold are marked ``fallen`` and knockcam.assign leaves them to a human.
 
-Where is it stood back up? The detectors report a lying token on its body, often near its top, 12 mm
-from its base (median). ``place_fallen`` moves each token marked fallen to where a second network
+Where is it stood back up? The detectors report a lying token on its body, often near its top (a
+median 12 mm from its base on tuning renders). ``place_fallen`` moves each token marked fallen to where a second network
 (models/fallen_base.onnx, on the same patch) places the base: the point S3 stands it up on. It is
 still the players' call (the token stays flagged), but the space knockcam proposes is the right
 one more often.

@@ -71,19 +71,28 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, y: np.ndarray, thresh
     return out
 
 
-def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
-          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
-    """Render, train, export OUT/fallen.onnx and measure it on held-out renders; returns the measurement."""
+def _examples(section: str, examples, board: Board, scenes: int | None, val_scenes: int | None, epochs: int | None,
+              workers: int, log: Callable[[str], None], doing: str) -> tuple:
+    """detect.yaml SECTION's recipe, patch geometry, training and held-out seeds (patch_train.plan), and
+    ``examples`` of the renders of each, made with the recipe's ``fallen_p`` (many more lying tokens
+    than in play). KnockcamError without the [train] extra."""
     need_torch()
     from knockcam.synth.fixtures import merge
     from knockcam.synth.scene import config
 
-    recipe, geometry, seeds, val_seeds = plan("fallen", scenes, val_scenes, epochs)
+    recipe, geometry, seeds, val_seeds = plan(section, scenes, val_scenes, epochs)
     synth_cfg = merge(config(), {"tokens": {"fallen_p": float(recipe["fallen_p"])}})
-    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]})")
-    cut, lean, y, _ = gather(scene_examples, board, seeds, synth_cfg, geometry, workers)
+    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}){doing}")
+    train_part = gather(examples, board, seeds, synth_cfg, geometry, workers)
     log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
-    cut_v, lean_v, yv, _ = gather(scene_examples, board, val_seeds, synth_cfg, geometry, workers)
+    return recipe, geometry, seeds, val_seeds, train_part, gather(examples, board, val_seeds, synth_cfg, geometry, workers)
+
+
+def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
+          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
+    """Render, train, export OUT/fallen.onnx and measure it on held-out renders; returns the measurement."""
+    recipe, geometry, seeds, val_seeds, (cut, lean, y, _), (cut_v, lean_v, yv, _) = _examples(
+        "fallen", scene_examples, board, scenes, val_scenes, epochs, workers, log, "")
     log(f"{len(y)} training examples ({int(y.sum())} lying), {len(yv)} held out ({int(yv.sum())} lying)")
     net = fit(cut, lean, y, recipe, log=log)
     path = export(net, geometry, Path(out) / "fallen.onnx")
@@ -151,16 +160,8 @@ def measure_placer(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.nd
 def train_placer(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
                  epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
     """Render, train, export OUT/fallen_base.onnx and measure it on held-out renders; returns the measurement."""
-    need_torch()
-    from knockcam.synth.fixtures import merge
-    from knockcam.synth.scene import config
-
-    recipe, geometry, seeds, val_seeds = plan("fallen_base", scenes, val_scenes, epochs)
-    synth_cfg = merge(config(), {"tokens": {"fallen_p": float(recipe["fallen_p"])}})
-    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}) and running both detectors")
-    cut, lean, offsets, lying = gather(placement_examples, board, seeds, synth_cfg, geometry, workers)
-    log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
-    cut_v, lean_v, offsets_v, lying_v = gather(placement_examples, board, val_seeds, synth_cfg, geometry, workers)
+    recipe, geometry, seeds, val_seeds, (cut, lean, offsets, lying), (cut_v, lean_v, offsets_v, lying_v) = _examples(
+        "fallen_base", placement_examples, board, scenes, val_scenes, epochs, workers, log, " and running both detectors")
     rows = balanced(lying, float(recipe["standing_share"]), int(recipe["seed"]))
     log(f"{len(cut)} candidates, {int(lying.sum())} of a lying token; learning on {len(rows)}")
     scale = {"scale_mm": float(recipe["offset_scale_mm"]), "mm_per_px": float(geometry["mm_per_px"])}
