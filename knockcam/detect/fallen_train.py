@@ -22,7 +22,8 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.detect.patch_train import candidates_in_render, describe, export, fit, gather, need_torch, plan
+from knockcam.detect.patch_train import (candidates_in_render, describe, export, fit, gather, need_torch,
+                                         network_batches, plan)
 
 
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
@@ -143,12 +144,10 @@ def measure_placer(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.nd
     """The exported placer (onnxruntime, as at run time) on held-out candidates: the base error (mm)
     before and after, for lying tokens' candidates and for standing ones'."""
     from knockcam.detect.fallen import FallenPlacer
-    from knockcam.detect.patch import network_input
     from knockcam.detect.refine_train import spread
 
     net = FallenPlacer(path)
-    move = np.concatenate([net.offsets(network_input(cut[i:i + 512], lean[i:i + 512]))[0]
-                           for i in range(0, len(cut), 512)]) if len(cut) else np.zeros((0, 2))
+    move = np.concatenate([net.offsets(x)[0] for x in network_batches(cut, lean)]) if len(cut) else np.zeros((0, 2))
     before, after = np.hypot(*offsets.T), np.hypot(*(offsets - move).T)
     out = {}
     for name, rows in (("lying", lying > 0.5), ("standing", lying < 0.5)):

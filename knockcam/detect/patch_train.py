@@ -49,6 +49,15 @@ def gather(examples: Examples, board: Board, seeds: range, cfg: dict, geometry: 
     return tuple(np.concatenate(column) for column in zip(*parts))
 
 
+def network_batches(cut: np.ndarray, lean: np.ndarray, size: int = 512):
+    """``network_input`` of held-out patches and their lean, ``size`` rows at a time (a held-out set's
+    network input at once would take gigabytes)."""
+    from knockcam.detect.patch import network_input
+
+    for i in range(0, len(cut), size):
+        yield network_input(cut[i:i + size], lean[i:i + size])
+
+
 def candidates_in_render(board: Board, seed: int, cfg: dict, model):
     """Render ``seed`` (index 0) with its empty-board frame and run both detectors on it: (photo, empty
     frame, true calibration, every candidate -- the model's down to ``model.support_conf`` and the

@@ -21,7 +21,8 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.patch import around, directions
-from knockcam.detect.patch_train import candidates_in_render, describe, export, fit, gather, need_torch, plan
+from knockcam.detect.patch_train import (candidates_in_render, describe, export, fit, gather, need_torch,
+                                         network_batches, plan)
 
 
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
@@ -55,11 +56,10 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray) 
     """The exported refiner (onnxruntime, as at run time) on held-out candidates: the base error (mm)
     before and after, and ``sigma_per_scale``, the factor that makes ambiguity.sigmas times a token's
     sigma the 90th percentile of the error left."""
-    from knockcam.detect.patch import network_input
     from knockcam.detect.refine import BaseRefiner
 
     net = BaseRefiner(path)
-    parts = [net.offsets(network_input(cut[i:i + 512], lean[i:i + 512])) for i in range(0, len(cut), 512)]
+    parts = [net.offsets(x) for x in network_batches(cut, lean)]
     move = np.concatenate([p[0] for p in parts])
     expected = np.hypot(*np.concatenate([p[1] for p in parts]).T)
     before = np.hypot(offsets[:, 0], offsets[:, 1])

@@ -18,7 +18,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.detect.patch_train import candidates_in_render, export, fit, gather, need_torch, plan
+from knockcam.detect.patch_train import candidates_in_render, export, fit, gather, need_torch, network_batches, plan
 from knockcam.detect.verify import NONE
 from knockcam.sides import SIDES
 
@@ -66,12 +66,12 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, label: np.ndarray, we
     """The exported verifier (onnxruntime, as at run time) on held-out candidates at detect.yaml's
     thresholds: weak candidates kept (real tokens / none), one-detector-like candidates dropped, and
     the side it gives real tokens."""
-    from knockcam.detect.patch import network_input
     from knockcam.detect.verify import TokenVerifier
 
     cfg = settings.load("detect")["verify"]
-    p = np.concatenate([TokenVerifier(path).probabilities(network_input(cut[i:i + 512], lean[i:i + 512]))
-                        for i in range(0, len(cut), 512)]) if len(cut) else np.zeros((0, NONE + 1))
+    verifier = TokenVerifier(path)
+    p = np.concatenate([verifier.probabilities(x) for x in network_batches(cut, lean)]) if len(cut) \
+        else np.zeros((0, NONE + 1))
     present = 1.0 - p[:, NONE]
     real, none, is_weak = label < NONE, label == NONE, weak > 0.5
     keep, drop = present >= float(cfg["keep_weak_above"]), present < float(cfg["drop_below"])
