@@ -45,8 +45,10 @@ def run(args: argparse.Namespace) -> int:
         note = f"{model.path}"
     from knockcam.detect import fallen, refine, verify
 
-    for what, path in (("fallen-token classifier", fallen.default_path()), ("token verifier", verify.default_path()),
-                       ("base refiner", refine.default_path()), ("fallen-token placer", fallen.placer_path())):
+    for what, path in (("fallen-token classifier", fallen.default_path()),
+                       ("fallen-token classifier for photo pairs", fallen.pair_path()),
+                       ("token verifier", verify.default_path()), ("base refiner", refine.default_path()),
+                       ("fallen-token placer", fallen.placer_path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")

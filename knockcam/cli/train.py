@@ -1,7 +1,8 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
-with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--verify`` the token verifier
-(models/verify.onnx), with ``--refine`` the base refiner (models/refine.onnx), with ``--fallen-base`` where a
-lying token's base is (models/fallen_base.onnx), each on renders it makes itself.
+with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--fallen-pair`` the one for photo
+pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/verify.onnx), with ``--refine``
+the base refiner (models/refine.onnx), with ``--fallen-base`` where a lying token's base is
+(models/fallen_base.onnx), each on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -54,12 +55,17 @@ def register(subparsers) -> None:
                         help="train the base refiner instead: renders its own scenes with empty-board frames, "
                              "learns where the true base lies from both detectors' candidates, exports "
                              "OUT/refine.onnx (recipe: detect.yaml refine.train)")
+    parser.add_argument("--fallen-pair", action="store_true",
+                        help="train the fallen-token classifier for photo pairs instead: renders its own scenes "
+                             "with empty-board frames, learns on both detectors' candidates, exports "
+                             "OUT/fallen_pair.onnx (recipe: detect.yaml fallen_pair.train)")
     parser.add_argument("--fallen-base", action="store_true",
                         help="train the fallen-token placer instead: renders its own scenes with empty-board "
                              "frames, learns where a lying token's base is from both detectors' candidates, "
                              "exports OUT/fallen_base.onnx (recipe: detect.yaml fallen_base.train)")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen, --verify, --refine or --fallen-base: training renders (default: "
+                        help="with --fallen, --fallen-pair, --verify, --refine or --fallen-base: training renders "
+                             "(default: "
                              "the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
@@ -76,10 +82,13 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if args.fallen + args.verify + args.refine + args.fallen_base > 1:
-        raise KnockcamError("--fallen, --verify, --refine and --fallen-base train different networks: give one of them")
+    if args.fallen + args.fallen_pair + args.verify + args.refine + args.fallen_base > 1:
+        raise KnockcamError("--fallen, --fallen-pair, --verify, --refine and --fallen-base train different networks: "
+                            "give one of them")
     if args.fallen:
-        return _train_fallen(args)
+        return _train_fallen(args, "train")
+    if args.fallen_pair:
+        return _train_fallen(args, "train_pair")
     if args.fallen_base:
         return _train_fallen_base(args)
     if args.verify:
@@ -117,10 +126,10 @@ def run(args) -> int:
     return 0
 
 
-def _train_fallen(args) -> int:
-    from knockcam.detect.fallen_train import train
+def _train_fallen(args, trainer: str) -> int:
+    from knockcam.detect import fallen_train
 
-    return _train_patch_network(args, train, lambda r: (
+    return _train_patch_network(args, getattr(fallen_train, trainer), lambda r: (
         f"held out ({r['val_scenes']} renders: {r['lying']} lying, {r['standing']} standing "
         f"tokens): at threshold {r['threshold']:g}, {r['lying_caught']:.1%} of lying tokens "
         f"caught, {r['standing_marked']:.2%} of standing ones marked; "

@@ -7,7 +7,8 @@ at every token, at the model's weak candidates and beside every token, where one
 hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine);
 each token's uncertainty then includes the calibration's error (``with_calibration_error``). With
 the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
-a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen); a last look
+a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen; with the
+empty frame by a classifier that sees it too); a last look
 (``verify.last_look``) drops the tokens the verifier doubts where that costs least, reports a lying
 token seen twice once and corrects colours; the lying tokens are then moved to where their base is,
 the point they are stood back up on (``place_fallen``). Then ``knockcam.assign.assign(tokens, board)`` says
@@ -70,7 +71,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
-    from knockcam.detect.fallen import load as load_fallen, load_placer, mark_fallen, place_fallen
+    from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_placer, mark_fallen,
+                                        place_fallen)
 
     learned = load_model(model)
     found_ref, hidden, difference = None, (), None
@@ -111,6 +113,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
         verifier, refiner = load_verifier(), load_refiner()
+        lying = load_fallen_pair() or lying  # with the empty frame, the classifier that sees it too
         found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
                             calibration, board, lying, pair)
         # then tokens touching a standing one that no detector reported (looked for once lying ones are known)

@@ -8,6 +8,8 @@ an amount the camera's height fixes, given to the classifier as a fourth channel
 anywhere), and
 a small convolutional network (models/fallen.onnx, run with onnxruntime) says how likely it lies
 down. Tokens at or above the threshold are marked ``fallen`` and knockcam.assign leaves them to a human.
+With an empty-board frame, a second classifier (models/fallen_pair.onnx) also sees the empty frame's
+patch, so the board art under a token is not mistaken for part of it: it marks fewer standing tokens.
 
 Where is it stood back up? The detectors report a lying token on its body, often near its top (a
 median 12 mm from its base on tuning renders). ``place_fallen`` moves each token marked fallen to where a second network
@@ -15,8 +17,9 @@ median 12 mm from its base on tuning renders). ``place_fallen`` moves each token
 still the players' call (the token stays flagged), but the space knockcam proposes is the right
 one more often.
 
-``knockcam train --fallen`` and ``knockcam train --fallen-base`` train the networks on synthetic
-renders (knockcam.detect.fallen_train); settings in data/detect.yaml ``fallen`` and ``fallen_base``.
+``knockcam train --fallen``, ``--fallen-pair`` and ``--fallen-base`` train the networks on synthetic
+renders (knockcam.detect.fallen_train); settings in data/detect.yaml ``fallen``, ``fallen_pair`` and
+``fallen_base``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured_path, load_once, network_input
 from knockcam.detect.refine import BaseRefiner
 from knockcam.detect.tokens import Token
+from knockcam.errors import KnockcamError
 
 
 def default_path() -> Path:
@@ -45,10 +49,21 @@ def sample(image: np.ndarray, calibration: Calibration, board: Board, xy_mm, geo
 
 
 class FallenClassifier(PatchClassifier):
-    """models/fallen.onnx: how likely each token lies down."""
+    """models/fallen.onnx: how likely each token lies down, from the photo's patch."""
 
     what = "the fallen-token classifier"
     remedy = " (retrain it with 'knockcam train --fallen')"
+    section = "fallen"  # data/detect.yaml: its threshold
+
+    @property
+    def threshold(self) -> float:
+        """P(lying) at which a token is marked fallen."""
+        return float(settings.load("detect")[self.section]["threshold"])
+
+    @property
+    def sees_empty_frame(self) -> bool:
+        """Whether the network takes the empty frame's patch too (7 input channels, not 4)."""
+        return self.session.get_inputs()[0].shape[1] == 7
 
     def probability(self, x: np.ndarray) -> np.ndarray:
         """P(lying down) for each row of ``network_input``."""
@@ -56,6 +71,14 @@ class FallenClassifier(PatchClassifier):
             return np.zeros(0)
         logits = self.logits(x).reshape(-1)
         return 1.0 / (1.0 + np.exp(-np.clip(logits.astype(np.float64), -30, 30)))
+
+
+class FallenPairClassifier(FallenClassifier):
+    """models/fallen_pair.onnx: how likely each token lies down, from the photo's patch and the empty frame's."""
+
+    what = "the fallen-token classifier for photo pairs"
+    remedy = " (retrain it with 'knockcam train --fallen-pair')"
+    section = "fallen_pair"
 
 
 def _input(xy_mm, image: np.ndarray, calibration: Calibration, board: Board, geometry: dict,
@@ -72,16 +95,33 @@ def load(path: str | Path | None = None) -> FallenClassifier | None:
     return load_once(FallenClassifier, Path(path) if path is not None else default_path())
 
 
+def pair_path() -> Path:
+    """data/detect.yaml fallen_pair.path, else the shipped models/fallen_pair.onnx."""
+    return configured_path("fallen_pair", "fallen_pair.onnx")
+
+
+def load_pair(path: str | Path | None = None) -> FallenPairClassifier | None:
+    """The shipped classifier for photo pairs (None when it has not been trained), kept for the next call."""
+    return load_once(FallenPairClassifier, Path(path) if path is not None else pair_path())
+
+
 def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration, board: Board,
                 classifier: FallenClassifier | None, pair: PhotoPair | None = None) -> list[Token]:
-    """``tokens`` with those the classifier finds lying down marked ``fallen`` (data/detect.yaml fallen.threshold).
+    """``tokens`` with those the classifier finds lying down marked ``fallen`` (at its ``threshold``).
     With ``pair`` (the photo and its empty frame), the patches are taken from the ones it keeps: the last
-    look (knockcam.detect.verify) is at the same bases."""
+    look (knockcam.detect.verify) is at the same bases. A classifier that sees the empty frame
+    (FallenPairClassifier) needs ``pair``."""
     if classifier is None or not tokens:
         return list(tokens)
-    threshold = float(settings.load("detect")["fallen"]["threshold"])
-    p = classifier.probability(_input([t.xy_mm for t in tokens], image, calibration, board, classifier.geometry, pair))
-    return [replace(t, fallen=True) if pk >= threshold else t for t, pk in zip(tokens, p)]
+    xy = [t.xy_mm for t in tokens]
+    if classifier.sees_empty_frame:
+        if pair is None:
+            raise KnockcamError(f"{classifier.what} {classifier.path} needs the empty-board frame")
+        x = pair.network_input(xy, classifier.geometry)
+    else:
+        x = _input(xy, image, calibration, board, classifier.geometry, pair)
+    p = classifier.probability(x)
+    return [replace(t, fallen=True) if pk >= classifier.threshold else t for t, pk in zip(tokens, p)]
 
 
 class FallenPlacer(BaseRefiner):

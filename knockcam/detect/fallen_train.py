@@ -7,6 +7,9 @@ export it to ONNX with its patch geometry and measure it on scenes from other se
 
 - The classifier (``train``) learns on the shipped token model's detections that belong to a true
   token, labelled lying or standing by the render's truth. Recipe: data/detect.yaml ``fallen.train``.
+- The classifier for photo pairs (``train_pair``) learns on the photo's and the empty frame's patches
+  at both detectors' candidates (knockcam.detect.patch_train.candidates_in_render) near a true token,
+  labelled by that token. Recipe: data/detect.yaml ``fallen_pair.train``.
 - The placer (``train_placer``) learns on both detectors' candidates (with the empty frame, as
   knockcam.detect.patch_train.candidates_in_render finds them) near a lying token's body where that
   token's base lies, and near a standing token's base where that base is (a standing token marked
@@ -57,9 +60,9 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, y: np.ndarray, thresh
     """The exported classifier (onnxruntime, as at run time) on held-out examples: share of lying tokens
     caught, share of standing ones marked, at ``threshold``; and the threshold for 1% / 2% marked."""
     from knockcam.detect.fallen import FallenClassifier
-    from knockcam.detect.patch import network_input
 
-    p = FallenClassifier(path).probability(network_input(cut, lean))
+    net = FallenClassifier(path)
+    p = np.concatenate([net.probability(x) for x in network_batches(cut, lean)]) if len(cut) else np.zeros(0)
     lying, standing = p[y > 0.5], p[y < 0.5]
     out = {"lying": int(len(lying)), "standing": int(len(standing)), "threshold": threshold,
            "lying_caught": float(np.mean(lying >= threshold)) if len(lying) else None,
@@ -98,6 +101,41 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
     net = fit(cut, lean, y, recipe, log=log)
     path = export(net, geometry, Path(out) / "fallen.onnx")
     result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")["fallen"]["threshold"]))
+    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
+    return result
+
+
+def pair_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+    """One render's (photo and empty-frame patches side by side, lean, lying 0/1) for both detectors'
+    candidates within ``fallen_pair.train.near_mm`` of a true token's base or, for one lying down, of its
+    body, labelled by that token."""
+    from knockcam.detect.patch import around
+    from knockcam.detect.verify_train import nearest_true
+
+    near = float(settings.load("detect")["fallen_pair"]["train"]["near_mm"])
+    image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
+    size = int(geometry["size_px"])
+    none = (np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros(0))
+    if not candidates or not truth:
+        return none
+    xy = np.array([t.xy_mm for t in candidates], np.float64)
+    owner, distance = nearest_true(xy, truth, owners=True)
+    keep = distance <= near
+    if not keep.any():
+        return none
+    cut, lean = around([image, reference], calibration, board, xy[keep], geometry)
+    return cut, lean, np.array([float(truth[i].fallen) for i in owner[keep]])
+
+
+def train_pair(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
+               epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
+    """Render, train, export OUT/fallen_pair.onnx and measure it on held-out renders; returns the measurement."""
+    recipe, geometry, seeds, val_seeds, (cut, lean, y), (cut_v, lean_v, yv) = _examples(
+        "fallen_pair", pair_examples, board, scenes, val_scenes, epochs, workers, log, " and running both detectors")
+    log(f"{len(y)} training examples ({int(y.sum())} lying), {len(yv)} held out ({int(yv.sum())} lying)")
+    net = fit(cut, lean, y, recipe, log=log)
+    path = export(net, geometry, Path(out) / "fallen_pair.onnx", channels=7)
+    result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")["fallen_pair"]["threshold"]))
     result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
     return result
 

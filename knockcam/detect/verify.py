@@ -182,13 +182,16 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
       to a surer token of its side is that token seen again. Surer: one the verifier believes in
       (``believed_above``) over one it doubts, then one more detectors saw, then a greater chance; the
       surest are kept first, so of a lying token seen twice one report stays.
+    - So is a standing one closer than ``standing_twice_mm`` to a surer token of its side: two bases
+      25 mm across cannot be that close (mostly a weak candidate of the model beside a token both saw).
     - A token it believes in and gives another side, with at least ``recolour_share`` of its chance of
       a token, takes that side, flagged as a disagreement (source ``conflict``): where the refiner has
       centred the patch on the base, the network tells colours apart better than at ``second_look``."""
     if verifier is None or not tokens:
         return list(tokens)
     cfg = settings.load("detect")["verify"]["last_look"]
-    believed, reach = float(cfg["believed_above"]), float(cfg["lying_twice_mm"])
+    believed = float(cfg["believed_above"])
+    reach = {True: float(cfg["lying_twice_mm"]), False: float(cfg["standing_twice_mm"])}
     p = verifier.chances(pair, [t.xy_mm for t in tokens])
     present = 1.0 - p[:, NONE]
     doubted = [(t.source in ONE_DETECTOR and present[k] < float(cfg["drop_one_below"]))
@@ -202,7 +205,7 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
     kept: list[int] = []
     for k in sorted(range(len(tokens)), key=sureness, reverse=True):
         t = tokens[k]
-        seen_again = t.fallen and near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side], reach)
+        seen_again = near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side], reach[t.fallen])
         if not (doubted[k] or seen_again):
             kept.append(k)
     likeliest = np.argmax(p[:, :NONE], axis=1)

@@ -18,6 +18,7 @@ from knockcam.settings import load
 BOARD = load_board()
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 needs_classifier = pytest.mark.skipif(not fallen.default_path().is_file(), reason="models/fallen.onnx not trained yet")
+needs_pair = pytest.mark.skipif(fallen.load_pair() is None, reason="models/fallen_pair.onnx not trained yet")
 needs_placer = pytest.mark.skipif(fallen.load_placer() is None, reason="models/fallen_base.onnx not trained yet")
 
 
@@ -81,6 +82,78 @@ def test_the_shipped_classifier_marks_the_lying_tokens_of_the_fixtures():
 def test_the_shipped_classifier_leaves_standing_tokens_standing(name):
     marks = _marked(name)
     assert marks and not any(m for f, m in marks if not f)
+
+
+class Sure(fallen.FallenPairClassifier):
+    """A classifier for photo pairs that gives each token the chance it is told, in order."""
+
+    def __init__(self, chances):
+        self.path, self.geometry = Path("sure.onnx"), {"size_px": 64, "mm_per_px": 1.25, "behind_mm": 30.0}
+        self.chances = np.array(chances, np.float64)
+        self.seen = []
+
+    sees_empty_frame = True
+
+    def probability(self, x):
+        self.seen.append(x)
+        return self.chances[:len(x)]
+
+
+def test_the_pair_classifier_sees_both_frames_and_marks_at_its_own_threshold():
+    from knockcam.detect.patch import PhotoPair
+
+    image, cal, _ = scene("oblique_60")
+    pair = PhotoPair(image, cv2.imread(str(SCENES / "oblique_60_ref.jpg")), cal, BOARD)
+    threshold = load("detect")["fallen_pair"]["threshold"]
+    tokens = [Token("red", (200.0, 500.0), 0.9), Token("blue", (120.0, 350.0), 0.8)]
+    sure = Sure([threshold, threshold - 0.01])
+    out = fallen.mark_fallen(tokens, image, cal, BOARD, sure, pair)
+    assert [t.fallen for t in out] == [True, False]
+    assert np.array_equal(sure.seen[0], pair.network_input([t.xy_mm for t in tokens], sure.geometry))
+    assert sure.seen[0].shape == (2, 7, 64, 64)
+    with pytest.raises(KnockcamError, match="needs the empty-board frame"):
+        fallen.mark_fallen(tokens, image, cal, BOARD, sure)
+
+
+def test_with_an_empty_frame_detect_asks_the_pair_classifier(monkeypatch):
+    image, cal, _ = scene("overhead")
+    reference = cv2.imread(str(SCENES / "overhead_ref.jpg"))
+    sure = Sure([1.0] * 64)
+    monkeypatch.setattr(fallen, "load_pair", lambda: sure)
+    found = detect(image, cal, BOARD, reference=reference).tokens
+    assert sure.seen and found and all(t.fallen for t in found)
+    sure.seen.clear()
+    detect(image, cal, BOARD).tokens  # no empty frame: the photo-only classifier
+    assert not sure.seen
+
+
+def test_a_damaged_pair_classifier_file_is_a_clear_error(tmp_path):
+    bad = tmp_path / "fallen_pair.onnx"
+    bad.write_bytes(b"not a network")
+    with pytest.raises(KnockcamError, match="retrain it with 'knockcam train --fallen-pair'"):
+        fallen.FallenPairClassifier(bad)
+
+
+@needs_pair
+def test_the_shipped_pair_classifier_marks_lying_tokens_and_leaves_standing_ones():
+    """The fixtures (renders it did not learn on) with their empty frames: each lying token's base
+    and body middle are marked, and the standing tokens' bases are not."""
+    from knockcam.detect.patch import PhotoPair
+
+    classifier = fallen.load_pair()
+    marks = {True: [], False: []}
+    for name in ["off_board_and_fallen", "all_16_tokens", "overhead", "oblique_60", "touching_and_lines"]:
+        image, cal, truth = scene(name)
+        pair = PhotoPair(image, cv2.imread(str(SCENES / f"{name}_ref.jpg")), cal, BOARD)
+        for t in truth["tokens"]:
+            if t["state"] == "off_board" or t["visible"] < 0.5:
+                continue
+            base = np.array(t["xy_mm"])
+            at = [base] if not t["fallen"] else [base, base + 0.5 * (np.array(t["lies_to_mm"]) - base)]
+            out = fallen.mark_fallen([Token(t["side"], tuple(p), 0.9) for p in at], image, cal, BOARD, classifier, pair)
+            marks[t["fallen"]] += [k.fallen for k in out]
+    assert len(marks[True]) >= 4 and np.mean(marks[True]) >= 0.75
+    assert len(marks[False]) >= 30 and not any(marks[False])
 
 
 class Told(fallen.FallenPlacer):

@@ -5,7 +5,7 @@ import pytest
 
 from knockcam.board import load_board
 from knockcam.detect import load_model
-from knockcam.detect.fallen_train import balanced, placement_examples, scene_examples
+from knockcam.detect.fallen_train import balanced, pair_examples, placement_examples, scene_examples
 from knockcam.settings import load
 from knockcam.synth.fixtures import merge
 from knockcam.synth.scene import config
@@ -92,3 +92,26 @@ def test_the_placer_learns_on_every_lying_example_and_as_many_standing_ones_draw
     assert set(np.where(lying == 1)[0]) <= set(rows) and len(rows) == 6 and list(rows) == sorted(rows)
     assert np.array_equal(rows, balanced(lying, 1.0, seed=0))
     assert len(balanced(lying, 0.5, seed=0)) == 4 and len(balanced(lying, 9.0, seed=0)) == 10
+
+
+@needs_model
+def test_the_pair_classifier_learns_on_candidates_near_a_true_token_labelled_by_it():
+    """Both frames' patches side by side, each candidate within near_mm of a true base or lying body,
+    lying exactly when the nearest true token lies."""
+    from knockcam.detect.patch_train import candidates_in_render
+
+    near = load("detect")["fallen_pair"]["train"]["near_mm"]
+    cfg = merge(config(), {"tokens": {"fallen_p": 0.5, "side_present_p": 1.0, "per_side_min": 2}})
+    cut, lean, lying = pair_examples(BOARD, 260_011, cfg, GEOMETRY, load_model())
+    assert cut.shape[1:] == (64, 64, 6) and cut.dtype == np.uint8
+    assert len(cut) == len(lean) == len(lying) and lying.sum() >= 2 and (lying == 0).sum() >= 2
+    # the empty frame's half shows no token where the photo's does
+    assert np.mean(np.abs(cut[..., :3].astype(int) - cut[..., 3:].astype(int))) > 5
+    _, _, _, candidates, truth = candidates_in_render(BOARD, 260_011, cfg, load_model())
+    kept = []
+    for p in np.array([t.xy_mm for t in candidates]):
+        body = [np.hypot(*(p - _nearest_on_body(p, t))) for t in truth]
+        k = int(np.argmin(body))
+        if body[k] <= near:
+            kept.append(float(truth[k].fallen))
+    assert kept == list(lying)

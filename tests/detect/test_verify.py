@@ -1,7 +1,6 @@
 """The second look with the empty-board frame: which one-detector tokens go, which weak candidates stay."""
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -173,9 +172,6 @@ def test_a_doubted_token_closer_than_a_base_to_one_of_its_side_is_that_token_see
     assert [t.xy_mm[0] for t in kept] == [100.0, 300.0, 300.0 + base + 5, 500.0, 500.0 + base - 5]
 
 
-WITHIN = CFG["last_look"]["lying_twice_mm"]
-
-
 LAST = CFG["last_look"]
 WITHIN = LAST["lying_twice_mm"]
 
@@ -213,13 +209,27 @@ def test_a_report_the_verifier_doubts_does_not_outrank_one_it_believes():
     assert [t.source for t in kept] == ["model_only"]
 
 
-def test_standing_tokens_close_together_are_all_kept_and_without_a_verifier_nothing_changes():
+def test_a_standing_token_closer_to_a_surer_one_of_its_side_than_two_bases_can_be_is_that_token_seen_twice():
+    close, apart = LAST["standing_twice_mm"] - 2, LAST["standing_twice_mm"] + 2
+    assert apart < WITHIN < BOARD.token.base_diameter_mm
     tokens = [Token("blue", (100.0, 300.0), 0.9, source="both"),
-              Token("blue", (110.0, 300.0), 0.9, source="model_only")]
-    assert last(tokens, {100: SURE_BLUE, 110: SURE_BLUE}) == tokens
+              Token("blue", (100.0 + close, 300.0), 0.9, source="model_only"),  # the weak candidate beside it
+              Token("red", (300.0, 300.0), 0.9, source="model_only"),
+              Token("red", (300.0 + close, 300.0), 0.9, source="both"),  # surer: kept, the other one goes
+              Token("green", (500.0, 300.0), 0.9, source="both"),
+              Token("blue", (500.0 + close, 300.0), 0.9, source="model_only"),  # another side: kept
+              Token("yellow", (700.0, 300.0), 0.9, source="both"),
+              Token("yellow", (700.0 + apart, 300.0), 0.9, source="model_only")]  # further (a lying one would go)
+    sure = {"blue": SURE_BLUE, "red": [0.97, 0.0, 0.0, 0.0, 0.03], "green": SURE_GREEN, "yellow": SURE_YELLOW}
+    kept = last(tokens, {round(t.xy_mm[0]): sure[t.side] for t in tokens})
+    assert [t.xy_mm[0] for t in kept] == [100.0, 300.0 + close, 500.0, 500.0 + close, 700.0, 700.0 + apart]
+
+
+def test_without_a_verifier_the_last_look_changes_nothing():
+    tokens = [Token("blue", (100.0, 300.0), 0.9, source="both"),
+              Token("blue", (105.0, 300.0), 0.9, source="model_only", fallen=True)]
     image, reference, cal = scene("overhead")
-    lying = [replace(t, fallen=True) for t in tokens]
-    assert verify.last_look(lying, PhotoPair(image, reference, cal, BOARD), None) == lying
+    assert verify.last_look(tokens, PhotoPair(image, reference, cal, BOARD), None) == tokens
 
 
 def test_doubted_tokens_are_dropped_only_where_one_detector_saw_them_or_beside_a_hidden_area():
