@@ -33,11 +33,14 @@ def test_without_a_classifier_tokens_are_left_as_they_are():
     assert fallen.mark_fallen(tokens, image, cal, BOARD, None) == tokens
 
 
-def test_a_damaged_classifier_file_is_a_clear_error(tmp_path):
-    bad = tmp_path / "fallen.onnx"
+@pytest.mark.parametrize("kind, flag", [(fallen.FallenClassifier, "--fallen"),
+                                        (fallen.FallenPairClassifier, "--fallen-pair"),
+                                        (fallen.FallenPlacer, "--fallen-base")])
+def test_a_damaged_network_file_is_a_clear_error(tmp_path, kind, flag):
+    bad = tmp_path / "network.onnx"
     bad.write_bytes(b"not a network")
-    with pytest.raises(KnockcamError, match="retrain it with 'knockcam train --fallen'"):
-        fallen.FallenClassifier(bad)
+    with pytest.raises(KnockcamError, match=f"retrain it with 'knockcam train {flag}'"):
+        kind(bad)
 
 
 @needs_classifier
@@ -127,13 +130,6 @@ def test_with_an_empty_frame_detect_asks_the_pair_classifier(monkeypatch):
     assert not sure.seen
 
 
-def test_a_damaged_pair_classifier_file_is_a_clear_error(tmp_path):
-    bad = tmp_path / "fallen_pair.onnx"
-    bad.write_bytes(b"not a network")
-    with pytest.raises(KnockcamError, match="retrain it with 'knockcam train --fallen-pair'"):
-        fallen.FallenPairClassifier(bad)
-
-
 @needs_pair
 def test_the_shipped_pair_classifier_marks_lying_tokens_and_leaves_standing_ones():
     """The fixtures (renders it did not learn on) with their empty frames: each lying token's base
@@ -204,13 +200,6 @@ def test_a_move_longer_than_a_lying_figure_is_not_made():
     tokens = [Token("red", (100.0, 300.0), 0.9, fallen=True), Token("blue", (180.0, 300.0), 0.9, fallen=True)]
     out = fallen.place_fallen(tokens, image, cal, BOARD, Told([[limit * 0.8, limit * 0.8], [limit * 0.6, 0.0]]))
     assert out[0] == tokens[0] and out[1] != tokens[1]
-
-
-def test_a_placer_file_that_is_no_network_is_a_clear_error(tmp_path):
-    bad = tmp_path / "fallen_base.onnx"
-    bad.write_bytes(b"not a network")
-    with pytest.raises(KnockcamError, match="retrain it with 'knockcam train --fallen-base'"):
-        fallen.FallenPlacer(bad)
 
 
 LYING = ["off_board_and_fallen", "all_16_tokens", "cup_cards_banknotes"]  # the fixtures with tokens lying down
