@@ -65,8 +65,7 @@ def register(subparsers) -> None:
                              "exports OUT/fallen_base.onnx (recipe: detect.yaml fallen_base.train)")
     parser.add_argument("--scenes", type=int, default=None,
                         help="with --fallen, --fallen-pair, --verify, --refine or --fallen-base: training renders "
-                             "(default: "
-                             "the recipe's train.scenes)")
+                             "(default: the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 

@@ -120,8 +120,8 @@ def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration
         x = pair.network_input(xy, classifier.geometry)
     else:
         x = _input(xy, image, calibration, board, classifier.geometry, pair)
-    p = classifier.probability(x)
-    return [replace(t, fallen=True) if pk >= classifier.threshold else t for t, pk in zip(tokens, p)]
+    p, threshold = classifier.probability(x), classifier.threshold
+    return [replace(t, fallen=True) if pk >= threshold else t for t, pk in zip(tokens, p)]
 
 
 class FallenPlacer(BaseRefiner):
