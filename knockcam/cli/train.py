@@ -2,7 +2,8 @@
 with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--fallen-pair`` the one for photo
 pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/verify.onnx), with ``--refine``
 the base refiner (models/refine.onnx), with ``--fallen-base`` where a lying token's base is
-(models/fallen_base.onnx), each on renders it makes itself.
+(models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), each on renders
+it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -63,8 +64,12 @@ def register(subparsers) -> None:
                         help="train the fallen-token placer instead: renders its own scenes with empty-board "
                              "frames, learns where a lying token's base is from both detectors' candidates, "
                              "exports OUT/fallen_base.onnx (recipe: detect.yaml fallen_base.train)")
+    parser.add_argument("--fallen-base-pair", action="store_true",
+                        help="train the fallen-token placer for photo pairs instead: as --fallen-base, with the "
+                             "empty frame's patches too; exports OUT/fallen_base_pair.onnx")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen, --fallen-pair, --verify, --refine or --fallen-base: training renders "
+                        help="with --fallen, --fallen-pair, --verify, --refine, --fallen-base or "
+                             "--fallen-base-pair: training renders "
                              "(default: the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
@@ -81,14 +86,14 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if args.fallen + args.fallen_pair + args.verify + args.refine + args.fallen_base > 1:
-        raise KnockcamError("--fallen, --fallen-pair, --verify, --refine and --fallen-base train different networks: "
-                            "give one of them")
+    if args.fallen + args.fallen_pair + args.verify + args.refine + args.fallen_base + args.fallen_base_pair > 1:
+        raise KnockcamError("--fallen, --fallen-pair, --verify, --refine, --fallen-base and --fallen-base-pair train "
+                            "different networks: give one of them")
     if args.fallen:
         return _train_fallen(args, "train")
     if args.fallen_pair:
         return _train_fallen(args, "train_pair")
-    if args.fallen_base:
+    if args.fallen_base or args.fallen_base_pair:
         return _train_fallen_base(args)
     if args.verify:
         return _train_verify(args)
@@ -137,6 +142,8 @@ def _train_fallen(args, trainer: str) -> int:
 
 
 def _train_fallen_base(args) -> int:
+    from functools import partial
+
     from knockcam.detect.fallen_train import train_placer
 
     def held_out(r):
@@ -147,7 +154,7 @@ def _train_fallen_base(args) -> int:
                 f"{standing['candidates']} standing ones median {standing['error_mm_before']['median']:.1f} -> "
                 f"{standing['error_mm_after']['median']:.1f} mm")
 
-    return _train_patch_network(args, train_placer, held_out)
+    return _train_patch_network(args, partial(train_placer, empty_frame=args.fallen_base_pair), held_out)
 
 
 def _train_verify(args) -> int:

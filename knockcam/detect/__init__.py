@@ -71,8 +71,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
-    from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_placer, mark_fallen,
-                                        place_fallen)
+    from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_pair_placer,
+                                        load_placer, mark_fallen, place_fallen)
 
     learned = load_model(model)
     found_ref, hidden, difference = None, (), None
@@ -113,7 +113,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
         verifier, refiner = load_verifier(), load_refiner()
-        lying = load_fallen_pair() or lying  # with the empty frame, the classifier that sees it too
+        # with the empty frame, the fallen networks that see it too (when trained)
+        lying, placer = load_fallen_pair() or lying, load_pair_placer() or placer
         found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
                             calibration, board, lying, pair)
         # then tokens touching a standing one that no detector reported (looked for once lying ones are known)

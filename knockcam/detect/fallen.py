@@ -60,11 +60,6 @@ class FallenClassifier(PatchClassifier):
         """P(lying) at which a token is marked fallen."""
         return float(settings.load("detect")[self.section]["threshold"])
 
-    @property
-    def sees_empty_frame(self) -> bool:
-        """Whether the network takes the empty frame's patch too (7 input channels, not 4)."""
-        return self.session.get_inputs()[0].shape[1] == 7
-
     def probability(self, x: np.ndarray) -> np.ndarray:
         """P(lying down) for each row of ``network_input``."""
         if not len(x):
@@ -81,13 +76,18 @@ class FallenPairClassifier(FallenClassifier):
     section = "fallen_pair"
 
 
-def _input(xy_mm, image: np.ndarray, calibration: Calibration, board: Board, geometry: dict,
+def _input(xy_mm, image: np.ndarray, calibration: Calibration, board: Board, net: PatchClassifier,
            pair: PhotoPair | None) -> np.ndarray:
-    """The fallen networks' input at ``xy_mm``: the photo's patch and the lean, from ``pair``'s kept
-    patches when there is one (the last look cuts the same), else cut from ``image``."""
+    """``net``'s input at ``xy_mm``: the photo's and the empty frame's patches and the lean for a network
+    that sees the empty frame (which needs ``pair``); else the photo's patch and the lean, from ``pair``'s
+    kept patches when there is one (the last look cuts the same), else cut from ``image``."""
+    if net.sees_empty_frame:
+        if pair is None:
+            raise KnockcamError(f"{net.what} {net.path} needs the empty-board frame")
+        return pair.network_input(xy_mm, net.geometry)
     if pair is not None:
-        return pair.network_input(xy_mm, geometry)[:, PhotoPair.PHOTO_AND_LEAN]
-    return sample(image, calibration, board, xy_mm, geometry)
+        return pair.network_input(xy_mm, net.geometry)[:, PhotoPair.PHOTO_AND_LEAN]
+    return sample(image, calibration, board, xy_mm, net.geometry)
 
 
 def load(path: str | Path | None = None) -> FallenClassifier | None:
@@ -113,13 +113,7 @@ def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration
     (FallenPairClassifier) needs ``pair``."""
     if classifier is None or not tokens:
         return list(tokens)
-    xy = [t.xy_mm for t in tokens]
-    if classifier.sees_empty_frame:
-        if pair is None:
-            raise KnockcamError(f"{classifier.what} {classifier.path} needs the empty-board frame")
-        x = pair.network_input(xy, classifier.geometry)
-    else:
-        x = _input(xy, image, calibration, board, classifier.geometry, pair)
+    x = _input([t.xy_mm for t in tokens], image, calibration, board, classifier, pair)
     p, threshold = classifier.probability(x), classifier.threshold
     return [replace(t, fallen=True) if pk >= threshold else t for t, pk in zip(tokens, p)]
 
@@ -132,6 +126,13 @@ class FallenPlacer(BaseRefiner):
     remedy = " (retrain it with 'knockcam train --fallen-base')"
 
 
+class FallenPairPlacer(FallenPlacer):
+    """models/fallen_base_pair.onnx: the placer that sees the empty frame's patch too (used with one)."""
+
+    what = "the fallen-token placer for photo pairs"
+    remedy = " (retrain it with 'knockcam train --fallen-base-pair')"
+
+
 def placer_path() -> Path:
     """data/detect.yaml fallen_base.path, else the shipped models/fallen_base.onnx."""
     return configured_path("fallen_base", "fallen_base.onnx")
@@ -142,16 +143,26 @@ def load_placer(path: str | Path | None = None) -> FallenPlacer | None:
     return load_once(FallenPlacer, Path(path) if path is not None else placer_path())
 
 
+def pair_placer_path() -> Path:
+    """data/detect.yaml fallen_base_pair.path, else models/fallen_base_pair.onnx."""
+    return configured_path("fallen_base_pair", "fallen_base_pair.onnx")
+
+
+def load_pair_placer(path: str | Path | None = None) -> FallenPairPlacer | None:
+    """The placer for photo pairs (None when it has not been trained), kept for the next call."""
+    return load_once(FallenPairPlacer, Path(path) if path is not None else pair_placer_path())
+
+
 def place_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration, board: Board,
                  placer: FallenPlacer | None, pair: PhotoPair | None = None) -> list[Token]:
     """``tokens`` with those marked fallen moved to where ``placer`` puts their base (RULES.md S3: where
     a lying token is stood back up); a move longer than ``fallen_base.max_move_mm`` is not made. The
-    others are returned as they are. ``pair``: as for ``mark_fallen``."""
+    others are returned as they are. ``pair``: as for ``mark_fallen`` (FallenPairPlacer needs it)."""
     lying = [k for k, t in enumerate(tokens) if t.fallen]
     if placer is None or not lying:
         return list(tokens)
     xy = np.array([tokens[k].xy_mm for k in lying], np.float64)
-    moved, distance, _ = placer.placed(_input(xy, image, calibration, board, placer.geometry, pair), xy, calibration)
+    moved, distance, _ = placer.placed(_input(xy, image, calibration, board, placer, pair), xy, calibration)
     px = calibration.mm_to_px(moved)
     limit = float(settings.load("detect")["fallen_base"]["max_move_mm"])
     out = list(tokens)

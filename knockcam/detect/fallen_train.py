@@ -140,19 +140,22 @@ def train_pair(board: Board, out: Path, scenes: int | None = None, val_scenes: i
     return result
 
 
-def placement_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+def placement_examples(board: Board, seed: int, cfg: dict, geometry: dict, model,
+                       empty_frame: bool = False) -> tuple[np.ndarray, ...]:
     """One render's (photo patches, lean, (N, 2) offsets of the true base in mm ahead and right of each
     candidate, 1 for a lying token's candidate) for the candidates within ``lying_near_mm`` of a lying
-    token's body or ``near_mm`` of a standing token's base, of tokens at least ``min_visible`` in view."""
+    token's body or ``near_mm`` of a standing token's base, of tokens at least ``min_visible`` in view.
+    With ``empty_frame``, the photo's and the empty frame's patches side by side."""
     from knockcam.detect.patch import around, directions
     from knockcam.detect.reference import viewpoint
     from knockcam.detect.verify_train import nearest_true
 
     recipe = settings.load("detect")["fallen_base"]["train"]
-    image, _, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
+    image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
     truth = [t for t in truth if t.visible >= float(recipe["min_visible"])]
     size = int(geometry["size_px"])
-    none = (np.zeros((0, size, size, 3), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32), np.zeros(0))
+    none = (np.zeros((0, size, size, 6 if empty_frame else 3), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32),
+            np.zeros(0))
     if not candidates or not truth:
         return none
     xy = np.array([t.xy_mm for t in candidates], np.float64)
@@ -165,8 +168,13 @@ def placement_examples(board: Board, seed: int, cfg: dict, geometry: dict, model
     to_base = np.array([truth[i].xy_mm for i in owner], np.float64) - xy
     away, across = directions(xy, viewpoint(calibration).nadir_mm)
     offsets = np.stack([np.sum(to_base * away, axis=1), np.sum(to_base * across, axis=1)], axis=1)
-    cut, lean = around(image, calibration, board, xy, geometry)
+    cut, lean = around([image, reference] if empty_frame else image, calibration, board, xy, geometry)
     return cut, lean, offsets.astype(np.float32), lying.astype(np.float64)
+
+
+def pair_placement_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+    """``placement_examples`` with the empty frame's patches too (the placer for photo pairs)."""
+    return placement_examples(board, seed, cfg, geometry, model, empty_frame=True)
 
 
 def balanced(lying: np.ndarray, share: float, seed: int) -> np.ndarray:
@@ -195,15 +203,19 @@ def measure_placer(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.nd
 
 
 def train_placer(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
-                 epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
-    """Render, train, export OUT/fallen_base.onnx and measure it on held-out renders; returns the measurement."""
+                 epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print,
+                 empty_frame: bool = False) -> dict:
+    """Render, train, export OUT/fallen_base.onnx (with ``empty_frame``, the placer for photo pairs:
+    OUT/fallen_base_pair.onnx) and measure it on held-out renders; returns the measurement."""
+    section = "fallen_base_pair" if empty_frame else "fallen_base"
     recipe, geometry, seeds, val_seeds, (cut, lean, offsets, lying), (cut_v, lean_v, offsets_v, lying_v) = _examples(
-        "fallen_base", placement_examples, board, scenes, val_scenes, epochs, workers, log, " and running both detectors")
+        section, pair_placement_examples if empty_frame else placement_examples, board, scenes, val_scenes, epochs,
+        workers, log, " and running both detectors")
     rows = balanced(lying, float(recipe["standing_share"]), int(recipe["seed"]))
     log(f"{len(cut)} candidates, {int(lying.sum())} of a lying token; learning on {len(rows)}")
     scale = {"scale_mm": float(recipe["offset_scale_mm"]), "mm_per_px": float(geometry["mm_per_px"])}
     net = fit(cut[rows], lean[rows], offsets[rows], recipe, log=log, offsets=scale)
-    path = export(net, geometry, Path(out) / "fallen_base.onnx")
+    path = export(net, geometry, Path(out) / f"{section}.onnx", channels=7 if empty_frame else 4)
     describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": 1.0})
     result = measure_placer(path, cut_v, lean_v, offsets_v, lying_v)
     result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))

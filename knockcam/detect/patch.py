@@ -133,6 +133,11 @@ class PatchClassifier:
         self.geometry = json.loads(patch)
         self.input_name = self.session.get_inputs()[0].name
 
+    @property
+    def sees_empty_frame(self) -> bool:
+        """Whether the network takes the empty frame's patch too (PhotoPair.network_input: 7 channels, not 4)."""
+        return self.session.get_inputs()[0].shape[1] == 7
+
     def logits(self, x: np.ndarray) -> np.ndarray:
         """The network's raw output for each row of ``x``."""
         return self.session.run(None, {self.input_name: np.asarray(x, np.float32)})[0]

@@ -35,7 +35,8 @@ def test_without_a_classifier_tokens_are_left_as_they_are():
 
 @pytest.mark.parametrize("kind, flag", [(fallen.FallenClassifier, "--fallen"),
                                         (fallen.FallenPairClassifier, "--fallen-pair"),
-                                        (fallen.FallenPlacer, "--fallen-base")])
+                                        (fallen.FallenPlacer, "--fallen-base"),
+                                        (fallen.FallenPairPlacer, "--fallen-base-pair")])
 def test_a_damaged_network_file_is_a_clear_error(tmp_path, kind, flag):
     bad = tmp_path / "network.onnx"
     bad.write_bytes(b"not a network")
@@ -155,14 +156,16 @@ def test_the_shipped_pair_classifier_marks_lying_tokens_and_leaves_standing_ones
 class Told(fallen.FallenPlacer):
     """A placer that answers what it is told: one (mm ahead, mm right) per lying token, in order."""
 
+    sees_empty_frame = False
+
     def __init__(self, answers):
-        self.geometry = {"size_px": 64, "mm_per_px": 1.25, "behind_mm": 30.0}
+        self.path, self.geometry = Path("told.onnx"), {"size_px": 64, "mm_per_px": 1.25, "behind_mm": 30.0}
         self.answers = np.array(answers, np.float64)
         self.seen = []
 
     def offsets(self, x):
         self.seen.append(x)
-        return self.answers[:, :2], np.ones((len(x), 2))
+        return self.answers[:len(x), :2], np.ones((len(x), 2))
 
 
 def test_only_tokens_marked_fallen_move_and_they_move_in_the_patch_frame():
@@ -184,6 +187,33 @@ def test_only_tokens_marked_fallen_move_and_they_move_in_the_patch_frame():
     pair = PhotoPair(image, cv2.imread(str(SCENES / "oblique_60_ref.jpg")), cal, BOARD)
     assert fallen.place_fallen(tokens, image, cal, BOARD, told, pair) == out
     assert np.array_equal(told.seen[1], told.seen[0])
+
+
+class ToldPair(Told):
+    """A placer for photo pairs that answers what it is told."""
+
+    sees_empty_frame = True
+
+
+def test_a_placer_for_photo_pairs_sees_both_frames_and_with_the_empty_frame_detect_uses_it(monkeypatch):
+    from knockcam.detect.patch import PhotoPair
+
+    image, cal, _ = scene("oblique_60")
+    reference = cv2.imread(str(SCENES / "oblique_60_ref.jpg"))
+    pair = PhotoPair(image, reference, cal, BOARD)
+    tokens = [Token("red", (200.0, 500.0), 0.9, fallen=True)]
+    told = ToldPair([[5.0, 0.0]])
+    fallen.place_fallen(tokens, image, cal, BOARD, told, pair)
+    assert np.array_equal(told.seen[0], pair.network_input([tokens[0].xy_mm], told.geometry))
+    with pytest.raises(KnockcamError, match="needs the empty-board frame"):
+        fallen.place_fallen(tokens, image, cal, BOARD, told)
+    told = ToldPair([[0.0, 0.0]] * 64)
+    monkeypatch.setattr(fallen, "load_pair_placer", lambda: told)
+    monkeypatch.setattr(fallen, "load_pair", lambda: Sure([1.0] * 64))  # every token marked lying
+    assert detect(image, cal, BOARD, reference=reference).tokens and told.seen
+    told.seen.clear()
+    detect(image, cal, BOARD)  # no empty frame: the photo-only placer
+    assert not told.seen
 
 
 def test_without_a_placer_or_a_lying_token_nothing_moves():

@@ -5,7 +5,8 @@ import pytest
 
 from knockcam.board import load_board
 from knockcam.detect import load_model
-from knockcam.detect.fallen_train import balanced, pair_examples, placement_examples, scene_examples
+from knockcam.detect.fallen_train import (balanced, pair_examples, pair_placement_examples, placement_examples,
+                                          scene_examples)
 from knockcam.settings import load
 from knockcam.synth.fixtures import merge
 from knockcam.synth.scene import config
@@ -75,6 +76,10 @@ def test_the_placer_learns_where_a_lying_tokens_base_is_from_candidates_on_its_b
     landed = start + offsets[:, :1] * away + offsets[:, 1:] * across
     assert np.allclose(landed, [k[1] for k in kept], atol=1e-3)
     assert np.array_equal(lying, [float(k[2]) for k in kept])
+    # the placer for photo pairs learns the same offsets, from the photo's and the empty frame's patches
+    cut2, lean2, offsets2, lying2 = pair_placement_examples(BOARD, 280_007, cfg, GEOMETRY, load_model())
+    assert cut2.shape[1:] == (64, 64, 6) and np.array_equal(cut2[..., :3], cut)
+    assert np.array_equal(offsets2, offsets) and np.array_equal(lying2, lying) and np.array_equal(lean2, lean)
 
 
 def _nearest_on_body(p, token):
