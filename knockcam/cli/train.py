@@ -89,10 +89,8 @@ def run(args) -> int:
     if args.fallen + args.fallen_pair + args.verify + args.refine + args.fallen_base + args.fallen_base_pair > 1:
         raise KnockcamError("--fallen, --fallen-pair, --verify, --refine, --fallen-base and --fallen-base-pair train "
                             "different networks: give one of them")
-    if args.fallen:
-        return _train_fallen(args, "train")
-    if args.fallen_pair:
-        return _train_fallen(args, "train_pair")
+    if args.fallen or args.fallen_pair:
+        return _train_fallen(args)
     if args.fallen_base or args.fallen_base_pair:
         return _train_fallen_base(args)
     if args.verify:
@@ -130,10 +128,12 @@ def run(args) -> int:
     return 0
 
 
-def _train_fallen(args, trainer: str) -> int:
-    from knockcam.detect import fallen_train
+def _train_fallen(args) -> int:
+    from functools import partial
 
-    return _train_patch_network(args, getattr(fallen_train, trainer), lambda r: (
+    from knockcam.detect.fallen_train import train
+
+    return _train_patch_network(args, partial(train, empty_frame=args.fallen_pair), lambda r: (
         f"held out ({r['val_scenes']} renders: {r['lying']} lying, {r['standing']} standing "
         f"tokens): at threshold {r['threshold']:g}, {r['lying_caught']:.1%} of lying tokens "
         f"caught, {r['standing_marked']:.2%} of standing ones marked; "

@@ -7,7 +7,7 @@ export it to ONNX with its patch geometry and measure it on scenes from other se
 
 - The classifier (``train``) learns on the shipped token model's detections that belong to a true
   token, labelled lying or standing by the render's truth. Recipe: data/detect.yaml ``fallen.train``.
-- The classifier for photo pairs (``train_pair``) learns on the photo's and the empty frame's patches
+- The classifier for photo pairs (``train(empty_frame=True)``) learns on the photo's and the empty frame's patches
   at both detectors' candidates (knockcam.detect.patch_train.candidates_in_render) near a true token,
   labelled by that token. Recipe: data/detect.yaml ``fallen_pair.train``.
 - The placer (``train_placer``) learns on both detectors' candidates (with the empty frame, as
@@ -93,14 +93,19 @@ def _examples(section: str, examples, board: Board, scenes: int | None, val_scen
 
 
 def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
-          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
-    """Render, train, export OUT/fallen.onnx and measure it on held-out renders; returns the measurement."""
-    recipe, geometry, seeds, val_seeds, (cut, lean, y, _), (cut_v, lean_v, yv, _) = _examples(
-        "fallen", scene_examples, board, scenes, val_scenes, epochs, workers, log, "")
+          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print,
+          empty_frame: bool = False) -> dict:
+    """Render, train, export OUT/fallen.onnx (with ``empty_frame``, the classifier for photo pairs:
+    OUT/fallen_pair.onnx) and measure it on held-out renders; returns the measurement."""
+    section = "fallen_pair" if empty_frame else "fallen"
+    recipe, geometry, seeds, val_seeds, train_part, val_part = _examples(
+        section, pair_examples if empty_frame else scene_examples, board, scenes, val_scenes, epochs, workers, log,
+        " and running both detectors" if empty_frame else "")
+    (cut, lean, y), (cut_v, lean_v, yv) = train_part[:3], val_part[:3]
     log(f"{len(y)} training examples ({int(y.sum())} lying), {len(yv)} held out ({int(yv.sum())} lying)")
     net = fit(cut, lean, y, recipe, log=log)
-    path = export(net, geometry, Path(out) / "fallen.onnx")
-    result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")["fallen"]["threshold"]))
+    path = export(net, geometry, Path(out) / f"{section}.onnx", channels=7 if empty_frame else 4)
+    result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")[section]["threshold"]))
     result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
     return result
 
@@ -125,19 +130,6 @@ def pair_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> 
         return none
     cut, lean = around([image, reference], calibration, board, xy[keep], geometry)
     return cut, lean, np.array([float(truth[i].fallen) for i in owner[keep]])
-
-
-def train_pair(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
-               epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
-    """Render, train, export OUT/fallen_pair.onnx and measure it on held-out renders; returns the measurement."""
-    recipe, geometry, seeds, val_seeds, (cut, lean, y), (cut_v, lean_v, yv) = _examples(
-        "fallen_pair", pair_examples, board, scenes, val_scenes, epochs, workers, log, " and running both detectors")
-    log(f"{len(y)} training examples ({int(y.sum())} lying), {len(yv)} held out ({int(yv.sum())} lying)")
-    net = fit(cut, lean, y, recipe, log=log)
-    path = export(net, geometry, Path(out) / "fallen_pair.onnx", channels=7)
-    result = measure(path, cut_v, lean_v, yv, float(settings.load("detect")["fallen_pair"]["threshold"]))
-    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
-    return result
 
 
 def placement_examples(board: Board, seed: int, cfg: dict, geometry: dict, model,
