@@ -235,21 +235,29 @@ def test_a_move_longer_than_a_lying_figure_is_not_made():
 LYING = ["off_board_and_fallen", "all_16_tokens", "cup_cards_banknotes"]  # the fixtures with tokens lying down
 
 
-@needs_placer
-def test_the_shipped_placer_brings_lying_tokens_found_on_their_body_nearer_their_base():
+@pytest.mark.parametrize("load", [
+    pytest.param(fallen.load_placer, marks=needs_placer, id="photo"),
+    pytest.param(fallen.load_pair_placer, id="photo_pair",
+                 marks=pytest.mark.skipif(fallen.load_pair_placer() is None,
+                                          reason="models/fallen_base_pair.onnx not trained yet"))])
+def test_the_shipped_placer_brings_lying_tokens_found_on_their_body_nearer_their_base(load):
     """Every lying token of the fixtures (renders it did not learn on), found at the middle of its
-    body or at its top, as the detectors report them: the placer moves it to its base, the point it
-    is stood back up on."""
+    body or at its top, as the detectors report them: each shipped placer (the photo-pair one with
+    the empty frame) moves it to its base, the point it is stood back up on."""
+    from knockcam.detect.patch import PhotoPair
+
+    placer = load()
     before, after = [], []
     for name in LYING:
         image, cal, truth = scene(name)
+        pair = PhotoPair(image, cv2.imread(str(SCENES / f"{name}_ref.jpg")), cal, BOARD) if placer.sees_empty_frame else None
         for t in truth["tokens"]:
             if not t["fallen"] or t["state"] == "off_board":
                 continue
             base, top = np.array(t["xy_mm"]), np.array(t["lies_to_mm"])
             starts = [base + 0.5 * (top - base), base + 0.8 * (top - base)]
             found = [Token(t["side"], tuple(p), 0.9, fallen=True) for p in starts]
-            placed = fallen.place_fallen(found, image, cal, BOARD, fallen.load_placer())
+            placed = fallen.place_fallen(found, image, cal, BOARD, placer, pair)
             before += [float(np.hypot(*(p - base))) for p in starts]
             after += [float(np.hypot(*(np.array(k.xy_mm) - base))) for k in placed]
     assert len(before) >= 10
