@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     for what, path in (("fallen-token classifier", fallen.default_path()),
                        ("fallen-token classifier for photo pairs", fallen.pair_path()),
                        ("token verifier", verify.default_path()), ("base refiner", refine.default_path()),
-                       ("fallen-token placer", fallen.placer_path())):
+                       ("fallen-token placer", fallen.placer_path()),
+                       ("fallen-token placer for photo pairs", fallen.pair_placer_path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")

@@ -97,10 +97,9 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
-    lying, placer = load_fallen(), load_placer()
     if found_model is None or found_ref is None:
-        found = mark_fallen(found_model if found_ref is None else found_ref, image, calibration, board, lying)
-        found = place_fallen(found, image, calibration, board, placer)
+        found = mark_fallen(found_model if found_ref is None else found_ref, image, calibration, board, load_fallen())
+        found = place_fallen(found, image, calibration, board, load_placer())
     else:
         from knockcam.detect.combine import combine
         from knockcam.detect.reference import in_reach
@@ -113,8 +112,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
         pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
         verifier, refiner = load_verifier(), load_refiner()
-        # with the empty frame, the fallen networks that see it too (when trained)
-        lying, placer = load_fallen_pair() or lying, load_pair_placer() or placer
+        # with the empty frame, the fallen networks that see it too (the photo-only ones when those are absent)
+        lying, placer = load_fallen_pair() or load_fallen(), load_pair_placer() or load_placer()
         found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
                             calibration, board, lying, pair)
         # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
