@@ -20,6 +20,8 @@ SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 needs_classifier = pytest.mark.skipif(not fallen.default_path().is_file(), reason="models/fallen.onnx not trained yet")
 needs_pair = pytest.mark.skipif(fallen.load_pair() is None, reason="models/fallen_pair.onnx not trained yet")
 needs_placer = pytest.mark.skipif(fallen.load_placer() is None, reason="models/fallen_base.onnx not trained yet")
+needs_pair_placer = pytest.mark.skipif(fallen.load_pair_placer() is None,
+                                       reason="models/fallen_base_pair.onnx not trained yet")
 
 
 def scene(name):
@@ -237,9 +239,7 @@ LYING = ["off_board_and_fallen", "all_16_tokens", "cup_cards_banknotes"]  # the 
 
 @pytest.mark.parametrize("load", [
     pytest.param(fallen.load_placer, marks=needs_placer, id="photo"),
-    pytest.param(fallen.load_pair_placer, id="photo_pair",
-                 marks=pytest.mark.skipif(fallen.load_pair_placer() is None,
-                                          reason="models/fallen_base_pair.onnx not trained yet"))])
+    pytest.param(fallen.load_pair_placer, marks=needs_pair_placer, id="photo_pair")])
 def test_the_shipped_placer_brings_lying_tokens_found_on_their_body_nearer_their_base(load):
     """Every lying token of the fixtures (renders it did not learn on), found at the middle of its
     body or at its top, as the detectors report them: each shipped placer (the photo-pair one with
