@@ -253,7 +253,12 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
         outline = find_outline(image, board, _undistorted(start_px, camera_matrix, dist_coeffs))
     else:
         outline = find_outline(image, board, start_px)
-        lens = fit_lens_from_grid(image, outline, board)
+        # a lens is read off the printed lines only around a board whose place is trusted: placed by the
+        # grid, or started from the corners the user gave. Around edges the grid did not confirm, the
+        # lines barely found bend any way (tuning render 3001/149: 12% of the samples on a line, k1
+        # +0.36, and the board found through that lens 10 mm off while estimated within 3 mm)
+        trusted = outline.placed_by == "grid" or start_px is not None
+        lens = fit_lens_from_grid(image, outline, board) if trusted else None
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
             try:
