@@ -22,7 +22,7 @@ from knockcam.sides import SIDES
 # Flags a Position can carry, in the order they are reported.
 CLOSE_CALL = "close_call"  # the base centre is within the uncertainty band of a line that changes the answer
 EXTRA_TOKEN = "extra_token"  # more tokens of this side than the game has (R2): the least confident ones
-FALLEN = "fallen"  # fell over: stood back up where it fell (S3), so its base centre is a guess
+FALLEN = "fallen"  # fell over: stood back up where it fell (S3), its base centre less sure (fallen_sigma_mm)
 DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see knockcam.detect.combine)
 UNSURE = "unsure"  # the detector's score is weak: it may be no token at all
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
@@ -112,8 +112,9 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
             flags.append(UNSURE)
         if rest.state == OFF_BOARD:
             flags.append(OFF)
-        # a fallen token is stood back up where it fell (S3): where exactly is the players' call
-        ambiguous = close or i in extras or token.fallen or token.source in DISPUTED_SOURCES or token.unsure
+        # a fallen token is stood back up where it fell (S3): its base centre is less sure (fallen_sigma_mm),
+        # so its call is close sooner; well inside a space it is no closer a call than a standing token's
+        ambiguous = close or i in extras or token.source in DISPUTED_SOURCES or token.unsure
         positions.append(Position(
             token=token, space=rest.space_id, state=rest.state, coverage=float(rest.share),
             margin_mm=margin, ambiguous=bool(ambiguous), runner_up=rest.runner_up,

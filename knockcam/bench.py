@@ -19,7 +19,7 @@ import cv2
 import numpy as np
 
 from knockcam import settings
-from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, UNSURE, Position, assign, hidden_spaces
+from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, UNSURE, Position, assign, hidden_spaces
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
@@ -97,7 +97,7 @@ def true_tokens(truth: dict, board: Board) -> tuple[TrueToken, ...]:
                  for i, t in enumerate(toks))
 
 
-FLAG_REASONS = (CLOSE_CALL, FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN)  # what makes a Position ambiguous
+FLAG_REASONS = (CLOSE_CALL, DISAGREEMENT, UNSURE, EXTRA_TOKEN)  # what makes a Position ambiguous
 HIDDEN = "hidden area"  # a token not found, under a part of the board the photo reports covered: a human looks there
 REFUSED = "photo refused"  # the automatic calibration refused the photo and asked for the corners: every token is a human's
 FLAG_BANDS = (1.0, 1.5, 2.0, 2.5, 3.0)  # close-call bands (assign.yaml ambiguity.sigmas) the trade-off table tries
@@ -109,7 +109,7 @@ def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = F
     flagged when the margin is under that many sigma (at least min_margin_mm) or for any other
     reason. Shows what fewer flags would cost in unflagged calls."""
     floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
-    other = p is not None and bool(set(p.flags) & {FALLEN, DISAGREEMENT, UNSURE, EXTRA_TOKEN})
+    other = p is not None and bool(set(p.flags) & {DISAGREEMENT, UNSURE, EXTRA_TOKEN})
     for k in FLAG_BANDS:
         counts = tally.bands.setdefault(k, [0, 0, 0])
         if flagged or (p is not None and (other or p.margin_mm < max(k * p.sigma_mm, floor_mm))):
@@ -120,11 +120,14 @@ def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = F
 
 
 def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
-    """What a detector with no error at all would still leave to a human in this scene: fallen tokens
-    (RULES.md S3: where one stood is the players' call) and standing ones closer to a deciding line
-    than assign's smallest margin (``min_margin_mm``, data/assign.yaml)."""
-    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
-    return {"tokens": len(truth), "fallen": sum(t.fallen for t in truth),
+    """What a detector with no error at all would still leave to a human in this scene: standing tokens
+    closer to a deciding line than assign's smallest margin (``min_margin_mm``, data/assign.yaml), and
+    fallen ones within the close-call band of their widened uncertainty (``sigmas`` x ``fallen_sigma_mm``:
+    RULES.md S3 stands one up where it fell, which no photo shows to the millimetre)."""
+    amb = settings.load("assign")["ambiguity"]
+    floor_mm = float(amb["min_margin_mm"])
+    fallen_mm = max(float(amb["sigmas"]) * float(amb["fallen_sigma_mm"]), floor_mm)
+    return {"tokens": len(truth), "fallen": sum(t.fallen and t.margin_mm < fallen_mm for t in truth),
             "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth)}
 
 
@@ -438,11 +441,14 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     floor = facts.get("floor") or {}
     if floor.get("tokens"):
         n = floor["tokens"]
-        floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+        amb = settings.load("assign")["ambiguity"]
+        floor_mm = float(amb["min_margin_mm"])
+        fallen_mm = max(float(amb["sigmas"]) * float(amb["fallen_sigma_mm"]), floor_mm)
         lines += ["", f"A detector with no error at all would still flag {_pct(floor['fallen'] + floor['near_line'], n)} "
-                  f"of these tokens: {_pct(floor['fallen'], n)} are fallen (RULES.md S3: where one stood is the players' "
-                  f"call) and {_pct(floor['near_line'], n)} stand within {floor_mm:g} mm (`min_margin_mm`, "
-                  "data/assign.yaml) of a line that changes their resting place."]
+                  f"of these tokens: {_pct(floor['near_line'], n)} stand within {floor_mm:g} mm (`min_margin_mm`, "
+                  f"data/assign.yaml) of a line that changes their resting place and {_pct(floor['fallen'], n)} lie "
+                  f"fallen within {fallen_mm:g} mm of one (RULES.md S3 stands one up where it fell: `sigmas` x "
+                  "`fallen_sigma_mm`)."]
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
         lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]

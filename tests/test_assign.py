@@ -6,6 +6,7 @@ from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, OFF, 
 from knockcam.board import load_board
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
+from knockcam.settings import load
 
 
 @pytest.fixture(scope="module")
@@ -66,9 +67,19 @@ def test_fallen_and_disputed_tokens_widen_the_uncertainty(board):
     disputed = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5, source="model_only")
     upright = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5)
     pf, pd, pu = assign([fallen, disputed, upright], board)
-    assert FALLEN in pf.flags and pf.ambiguous
+    assert FALLEN in pf.flags and CLOSE_CALL in pf.flags and pf.ambiguous
     assert DISAGREEMENT in pd.flags and pd.ambiguous
     assert not pu.ambiguous
+
+
+def test_a_fallen_token_well_inside_a_space_is_told_but_not_a_close_call(board):
+    # stood up where it fell (S3), a lying token's base is less sure (fallen_sigma_mm); further from
+    # every line than the close-call band of that, its space is not in doubt
+    amb = load("assign")["ambiguity"]
+    fallen = Token("red", centre(board, "boardwalk"), 0.9, sigma_mm=1.5, fallen=True)
+    p = assign([fallen], board)[0]
+    assert p.margin_mm > amb["sigmas"] * amb["fallen_sigma_mm"]
+    assert p.space == "boardwalk" and p.flags == (FALLEN,) and not p.ambiguous
 
 
 def test_a_token_its_detector_is_unsure_of_is_flagged_wherever_it_lies(board):

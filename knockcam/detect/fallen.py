@@ -1,4 +1,4 @@
-"""Tokens lying on their side: RULES.md S3 stands one back up "where it fell", so its place is the players' call.
+"""Tokens lying on their side: RULES.md S3 stands one back up "where it fell", where its base is.
 
 Both detectors place a token by its base. A token lying down shows its body instead, and they report
 it as a standing one 15-25 mm from where its base was, often sure of it. This stage looks again at
@@ -7,15 +7,17 @@ patch points away from the camera (knockcam.detect.patch: a standing figure alwa
 an amount the camera's height fixes, given to the classifier as a fourth channel; a lying one points
 anywhere), and
 a small convolutional network (models/fallen.onnx, run with onnxruntime) says how likely it lies
-down. Tokens at or above the threshold are marked ``fallen`` and knockcam.assign leaves them to a human.
+down. Tokens at or above the threshold are marked ``fallen``; knockcam.assign gives them a wider
+uncertainty (assign.yaml ``fallen_sigma_mm``), so near a line they are close calls.
 With an empty-board frame, a second classifier (models/fallen_pair.onnx) also sees the empty frame's
 patch, so the board art under a token is not mistaken for part of it: it marks fewer standing tokens.
 
 Where is it stood back up? The detectors report a lying token on its body, often near its top (a
 median 12 mm from its base on tuning renders). ``place_fallen`` moves each token marked fallen to where a second network
 (models/fallen_base.onnx, on the same patch) places the base: the point S3 stands it up on. It is
-still the players' call (the token stays flagged), but the space knockcam proposes is the right
-one more often.
+less sure than a standing token's base, but the space knockcam proposes is the right one more often.
+Once stood up, two reports of one lying token (its base and its top) land on one spot: one stays
+(``one_report_each``).
 
 ``knockcam train --fallen``, ``--fallen-pair`` and ``--fallen-base`` train the networks on synthetic
 renders (knockcam.detect.fallen_train); settings in data/detect.yaml ``fallen``, ``fallen_pair`` and
@@ -34,7 +36,7 @@ from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured_path, load_once, network_input
 from knockcam.detect.refine import BaseRefiner
-from knockcam.detect.tokens import Token
+from knockcam.detect.tokens import Token, seen_by
 from knockcam.errors import KnockcamError
 
 
@@ -170,4 +172,22 @@ def place_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibratio
         if distance[i] <= limit:
             out[k] = replace(tokens[k], xy_mm=(float(moved[i, 0]), float(moved[i, 1])),
                              xy_px=(float(px[i, 0]), float(px[i, 1])))
-    return out
+    return one_report_each(out, float(settings.load("detect")["fallen_base"]["stood_apart_mm"]))
+
+
+def one_report_each(tokens: list[Token], apart_mm: float) -> list[Token]:
+    """``tokens`` less the second reports of a lying token: once stood up, a lying token closer than
+    ``apart_mm`` to a surer token (of any side: more detectors saw it, then a greater confidence) is
+    that token reported twice (at its base and its top, in two colours), and is dropped. A lying
+    token's base disc stands on its rim, outside any standing token's base, so no two tokens stand
+    up that close (base discs are 25 mm across)."""
+    order = sorted(range(len(tokens)), key=lambda k: (seen_by(tokens[k]), tokens[k].confidence), reverse=True)
+    kept: list[int] = []
+    for k in order:
+        t = tokens[k]
+        twice = any((t.fallen or tokens[j].fallen)
+                    and np.hypot(t.xy_mm[0] - tokens[j].xy_mm[0], t.xy_mm[1] - tokens[j].xy_mm[1]) < apart_mm
+                    for j in kept)
+        if not twice:
+            kept.append(k)
+    return [tokens[k] for k in sorted(kept)]

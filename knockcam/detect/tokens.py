@@ -28,6 +28,16 @@ class Token:
     unsure: bool = False  # the detector itself doubts that this is a token (a weak score): a human decides
 
 
+# how many looks vouch for a token, by its source: both detectors, one and the verifier, the verifier
+# alone; any other source (one detector) counts 1. Of two reports of one token the surer one stays.
+SEEN_BY = {"both": 3, "conflict": 3, "verified": 2, "verifier_only": 0}
+
+
+def seen_by(token: Token) -> int:
+    """How many looks vouch for ``token`` (SEEN_BY)."""
+    return SEEN_BY.get(token.source, 1)
+
+
 @dataclass(frozen=True)
 class HiddenArea:
     """Part of the board covered by something that is no token (a hand, a cup, a card): a token

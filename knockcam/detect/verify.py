@@ -40,7 +40,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.combine import near
 from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
-from knockcam.detect.tokens import HiddenArea, Token, near_hidden
+from knockcam.detect.tokens import HiddenArea, Token, near_hidden, seen_by
 from knockcam.sides import SIDES
 
 if TYPE_CHECKING:
@@ -200,7 +200,7 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
                for k, t in enumerate(tokens)]
 
     def sureness(k: int) -> tuple:
-        return present[k] >= believed, _SEEN_BY.get(tokens[k].source, 1), present[k]
+        return present[k] >= believed, seen_by(tokens[k]), present[k]
 
     kept: list[int] = []
     for k in sorted(range(len(tokens)), key=sureness, reverse=True):
@@ -216,9 +216,6 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
             t = replace(t, side=side, source="conflict")
         out.append(t)
     return out
-
-
-_SEEN_BY = {**dict.fromkeys(BOTH, 3), "verified": 2, "verifier_only": 0}  # others: one detector (1)
 
 
 def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:

@@ -234,6 +234,34 @@ def test_a_move_longer_than_a_lying_figure_is_not_made():
     assert out[0] == tokens[0] and out[1] != tokens[1]
 
 
+def test_a_lying_token_stood_up_on_a_surer_one_is_that_token_reported_twice():
+    apart = load("detect")["fallen_base"]["stood_apart_mm"]
+    base = Token("blue", (200.0, 300.0), 0.6, source="both")
+    top = Token("red", (200.0 + 0.7 * apart, 300.0), 0.95, fallen=True, source="model_only")  # surer: seen by fewer
+    beside = Token("green", (200.0, 300.0 + 1.1 * apart), 0.9, fallen=True, source="both")
+    assert fallen.one_report_each([top, base, beside], apart) == [base, beside]
+    # of two reports both detectors saw, the more confident stays; two standing tokens are not this rule's
+    twice = Token("blue", (200.0 + 0.5 * apart, 300.0), 0.7, fallen=True, source="both")
+    assert fallen.one_report_each([base, twice], apart) == [twice]
+    standing = Token("blue", (200.0 + 0.5 * apart, 300.0), 0.7, source="both")
+    assert fallen.one_report_each([base, standing], apart) == [base, standing]
+
+
+def test_two_reports_of_a_lying_token_stood_up_on_one_spot_leave_one():
+    # the detectors report a lying token at its base and at its top; the placer stands both up at the base
+    image, cal, _ = scene("overhead")
+    tokens = [Token("red", (100.0, 300.0), 0.9, fallen=True, source="both"),
+              Token("red", (100.0, 320.0), 0.5, fallen=True, source="model_only")]
+    from knockcam.detect.patch import directions
+    from knockcam.detect.reference import viewpoint
+
+    away, across = directions([t.xy_mm for t in tokens], viewpoint(cal).nadir_mm)
+    moves = [np.linalg.solve(np.column_stack([away[k], across[k]]), np.array([100.0, 310.0]) - tokens[k].xy_mm)
+             for k in range(2)]  # (ahead, right) bringing each to (100, 310)
+    out = fallen.place_fallen(tokens, image, cal, BOARD, Told(moves))
+    assert len(out) == 1 and out[0].source == "both" and np.allclose(out[0].xy_mm, (100.0, 310.0))
+
+
 LYING = ["off_board_and_fallen", "all_16_tokens", "cup_cards_banknotes"]  # the fixtures with tokens lying down
 
 
@@ -256,8 +284,9 @@ def test_the_shipped_placer_brings_lying_tokens_found_on_their_body_nearer_their
                 continue
             base, top = np.array(t["xy_mm"]), np.array(t["lies_to_mm"])
             starts = [base + 0.5 * (top - base), base + 0.8 * (top - base)]
-            found = [Token(t["side"], tuple(p), 0.9, fallen=True) for p in starts]
-            placed = fallen.place_fallen(found, image, cal, BOARD, placer, pair)
+            # one start at a time: both stand up near the base, where two reports of one token leave one
+            placed = [fallen.place_fallen([Token(t["side"], tuple(p), 0.9, fallen=True)], image, cal, BOARD, placer,
+                                          pair)[0] for p in starts]
             before += [float(np.hypot(*(p - base))) for p in starts]
             after += [float(np.hypot(*(np.array(k.xy_mm) - base))) for k in placed]
     assert len(before) >= 10
