@@ -119,14 +119,19 @@ def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = F
             counts[2] += right
 
 
+def fallen_band_mm() -> float:
+    """How close to a deciding line a lying token is a close call even where it is placed exactly: its
+    uncertainty is at least ``fallen_sigma_mm`` (data/assign.yaml), times the close-call band ``sigmas``."""
+    amb = settings.load("assign")["ambiguity"]
+    return max(float(amb["sigmas"]) * float(amb["fallen_sigma_mm"]), float(amb["min_margin_mm"]))
+
+
 def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
     """What a detector with no error at all would still leave to a human in this scene: standing tokens
     closer to a deciding line than assign's smallest margin (``min_margin_mm``, data/assign.yaml), and
     fallen ones within the close-call band of their widened uncertainty (``sigmas`` x ``fallen_sigma_mm``:
     RULES.md S3 stands one up where it fell, which no photo shows to the millimetre)."""
-    amb = settings.load("assign")["ambiguity"]
-    floor_mm = float(amb["min_margin_mm"])
-    fallen_mm = max(float(amb["sigmas"]) * float(amb["fallen_sigma_mm"]), floor_mm)
+    floor_mm, fallen_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"]), fallen_band_mm()
     return {"tokens": len(truth), "fallen": sum(t.fallen and t.margin_mm < fallen_mm for t in truth),
             "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth)}
 
@@ -441,9 +446,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     floor = facts.get("floor") or {}
     if floor.get("tokens"):
         n = floor["tokens"]
-        amb = settings.load("assign")["ambiguity"]
-        floor_mm = float(amb["min_margin_mm"])
-        fallen_mm = max(float(amb["sigmas"]) * float(amb["fallen_sigma_mm"]), floor_mm)
+        floor_mm, fallen_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"]), fallen_band_mm()
         lines += ["", f"A detector with no error at all would still flag {_pct(floor['fallen'] + floor['near_line'], n)} "
                   f"of these tokens: {_pct(floor['near_line'], n)} stand within {floor_mm:g} mm (`min_margin_mm`, "
                   f"data/assign.yaml) of a line that changes their resting place and {_pct(floor['fallen'], n)} lie "

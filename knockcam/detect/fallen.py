@@ -34,6 +34,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.detect.combine import near
 from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured_path, load_once, network_input
 from knockcam.detect.refine import BaseRefiner
 from knockcam.detect.tokens import Token, seen_by
@@ -185,9 +186,6 @@ def one_report_each(tokens: list[Token], apart_mm: float) -> list[Token]:
     kept: list[int] = []
     for k in order:
         t = tokens[k]
-        twice = any((t.fallen or tokens[j].fallen)
-                    and np.hypot(t.xy_mm[0] - tokens[j].xy_mm[0], t.xy_mm[1] - tokens[j].xy_mm[1]) < apart_mm
-                    for j in kept)
-        if not twice:
+        if not near(t.xy_mm, [tokens[j].xy_mm for j in kept if t.fallen or tokens[j].fallen], apart_mm):
             kept.append(k)
     return [tokens[k] for k in sorted(kept)]
