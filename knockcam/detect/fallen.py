@@ -177,9 +177,9 @@ def place_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibratio
 
 
 def one_report_each(tokens: list[Token], apart_mm: float) -> list[Token]:
-    """``tokens`` less the second reports of a lying token: once stood up, a lying token closer than
-    ``apart_mm`` to a surer token (of any side: more detectors saw it, then a greater confidence) is
-    that token reported twice (at its base and its top, in two colours), and is dropped. A lying
+    """``tokens`` less the second reports of a lying token: once stood up, a lying token within
+    ``apart_mm`` of a surer token (of any side: more detectors saw it, then a greater confidence) is
+    that token reported twice (at its base and its top, or in two colours), and is dropped. A lying
     token's base disc stands on its rim, outside any standing token's base, so no two tokens stand
     up that close (base discs are 25 mm across)."""
     order = sorted(range(len(tokens)), key=lambda k: (seen_by(tokens[k]), tokens[k].confidence), reverse=True)

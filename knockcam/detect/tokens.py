@@ -30,7 +30,8 @@ class Token:
 
 # how many looks vouch for a token, by its source: both detectors, one and the verifier, the verifier
 # alone; any other source (one detector) counts 1. Of two reports of one token the surer one stays.
-SEEN_BY = {"both": 3, "conflict": 3, "verified": 2, "verifier_only": 0}
+BOTH = ("both", "conflict")  # knockcam.detect.combine: both detectors saw it (in one colour, or in two)
+SEEN_BY = {**dict.fromkeys(BOTH, 3), "verified": 2, "verifier_only": 0}
 
 
 def seen_by(token: Token) -> int:

@@ -40,7 +40,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.combine import near
 from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
-from knockcam.detect.tokens import HiddenArea, Token, near_hidden, seen_by
+from knockcam.detect.tokens import BOTH, HiddenArea, Token, near_hidden, seen_by
 from knockcam.sides import SIDES
 
 if TYPE_CHECKING:
@@ -48,7 +48,6 @@ if TYPE_CHECKING:
 
 NONE = len(SIDES)  # the network's last class: no token here
 ONE_DETECTOR = ("model_only", "reference_only")  # knockcam.detect.combine: the detectors disagree about it
-BOTH = ("both", "conflict")  # knockcam.detect.combine: both detectors saw it; the network alone does not overrule them
 
 
 def default_path() -> Path:
@@ -100,6 +99,7 @@ def second_look(tokens: list[Token], weak: list[Token], pair: PhotoPair,
     likeliest = np.argmax(p[:, :NONE], axis=1)
     out: list[Token] = []
     for k, t in enumerate(tokens):
+        # a token both detectors saw (BOTH) is not dropped by the network alone
         if (present[k] < float(cfg["drop_below"]) and t.source not in BOTH) \
                 or _second_sight(k, tokens, present, pair.board, float(cfg["drop_beside_below"])):
             continue
