@@ -19,6 +19,7 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.errors import KnockcamError
 
 LEAN_SCALE_MM = 30.0  # the lean channel is lean_mm / this
+REMAP_ROWS = 32766  # cv2.remap takes maps and images under SHRT_MAX (32767) rows
 
 
 def patches(image, calibration: Calibration, xy_mm, nadir_mm, geometry: dict, grid_px: int = 8) -> np.ndarray:
@@ -30,6 +31,10 @@ def patches(image, calibration: Calibration, xy_mm, nadir_mm, geometry: dict, gr
     size, step, behind = int(geometry["size_px"]), float(geometry["mm_per_px"]), float(geometry["behind_mm"])
     xy = np.asarray(xy_mm, np.float64).reshape(-1, 2)
     n = len(xy)
+    most = REMAP_ROWS // size  # the patches are cut stacked in one map, which cv2.remap keeps under 32767 rows
+    if n > most:
+        return np.concatenate([patches(image, calibration, xy[i:i + most], nadir_mm, geometry, grid_px)
+                               for i in range(0, n, most)])
     away, across = directions(xy, nadir_mm)
     knots = np.arange(0, size + grid_px, grid_px, dtype=np.float64)  # coarse rows / columns, past the last pixel
     j, i = np.meshgrid(knots, knots)

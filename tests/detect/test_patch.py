@@ -39,6 +39,18 @@ def test_the_patch_has_the_base_behind_its_middle_and_looks_away_from_the_camera
         assert np.allclose(cut[row, col], bilinear(image, cal.mm_to_px([mm])[0]), atol=2.0), (row, col)
 
 
+def test_more_patches_than_one_remap_holds_are_cut_as_each_alone():
+    """cv2.remap refuses maps of 32767 rows or more: 600 patches of 64 px are cut in parts, alike."""
+    image, cal = scene("oblique_60")
+    rng = np.random.default_rng(0)
+    xy = np.column_stack([rng.uniform(50, 450, 600), rng.uniform(100, 900, 600)])
+    nadir = viewpoint(cal).nadir_mm
+    cut = patch.patches(image, cal, xy, nadir, GEOMETRY)
+    assert cut.shape == (600, 64, 64, 3)
+    for k in (0, 511, 512, 599):
+        assert np.array_equal(cut[k], patch.patches(image, cal, xy[k:k + 1], nadir, GEOMETRY)[0])
+
+
 def test_directions_point_away_from_the_camera_foot_and_across_to_the_right():
     away, across = patch.directions([[3.0, 4.0], [0.2, 0.1]], [0.0, 0.0])
     assert np.allclose(away[0], [0.6, 0.8]) and np.allclose(across[0], [0.8, -0.6])
