@@ -31,7 +31,7 @@ def patches(image, calibration: Calibration, xy_mm, nadir_mm, geometry: dict, gr
     size, step, behind = int(geometry["size_px"]), float(geometry["mm_per_px"]), float(geometry["behind_mm"])
     xy = np.asarray(xy_mm, np.float64).reshape(-1, 2)
     n = len(xy)
-    most = REMAP_ROWS // size  # the patches are cut stacked in one map, which cv2.remap keeps under 32767 rows
+    most = REMAP_ROWS // size  # the patches are cut stacked in one map: that many fit
     if n > most:
         return np.concatenate([patches(image, calibration, xy[i:i + most], nadir_mm, geometry, grid_px)
                                for i in range(0, n, most)])
