@@ -79,6 +79,7 @@ class Tally:
     errors_mm: list = field(default_factory=list)
     flag_reasons: dict = field(default_factory=dict)  # Position flag -> flagged tokens carrying it (one may carry several)
     bands: dict = field(default_factory=dict)  # FLAG_BANDS value -> [flagged, unflagged, unflagged right] with that band
+    scene_causes: dict = field(default_factory=dict)  # SCENE_CAUSES entry -> [scenes it spoilt, scenes it alone spoilt]
 
     def count_confusion(self, true_side: str, found: str) -> None:
         self.confusion[(true_side, found)] = self.confusion.get((true_side, found), 0) + 1
@@ -176,6 +177,14 @@ def match(found: list[Position], truth: tuple[TrueToken, ...], limit_mm: float =
 
 
 MISS_CAUSES = ("hidden", "fallen", "in view")
+# What keeps a scene from being exactly right (a scene may have several): a token on the board not found (by
+# miss_cause, or its photo refused), one found on the wrong space with its base placed within min_margin_mm of the
+# truth (a line call: a base that close to a line, no detector places it on the right side every time) or
+# further off, a lying token stood up on the wrong space, a wrong colour, a false detection on the board.
+LINE_CALL, PLACED_OFF, LYING_SPACE, COLOUR, FALSE = ("line call", "placed off", "lying token's space", "colour",
+                                                      "false detection")
+SCENE_CAUSES = (REFUSED,) + tuple(f"missed, {c}" for c in MISS_CAUSES) + (
+    LINE_CALL, PLACED_OFF, LYING_SPACE, COLOUR, FALSE)
 
 
 def hidden_below() -> float:
@@ -200,7 +209,9 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
     pairs = match(found, truth)
     covered = hidden_spaces(hidden, board) if hidden and board is not None else ()
     reach = board.token.base_diameter_mm / 2 if board is not None else 0.0
-    exact = sound = True
+    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    causes: set[str] = set()
+    sound = True
     for i, t in enumerate(truth):
         tally.tokens += 1
         j = pairs.get(i)
@@ -217,7 +228,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
                 tally.missed += 1
                 cause = miss_cause(t)
                 tally.missed_by_cause[cause] = tally.missed_by_cause.get(cause, 0) + 1
-                exact = False
+                causes.add(REFUSED if refused else f"missed, {cause}")
                 if under:
                     tally.flagged += 1
                     reason = REFUSED if refused else HIDDEN
@@ -234,7 +245,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         count_bands(tally, p, right)
         tally.right += right
         if not right:
-            exact = False
+            causes.add(_wrong_call(p, t, floor_mm))
         if p.ambiguous:
             tally.flagged += 1
             for reason in set(p.flags) & set(FLAG_REASONS):
@@ -249,12 +260,26 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
             continue
         tally.false_detections += 1
         if p.state != "off_board":
-            exact = False
+            causes.add(FALSE)
             if not p.ambiguous:
                 sound = False
     tally.scenes += 1
-    tally.scenes_exact += exact
+    tally.scenes_exact += not causes
     tally.scenes_sound += sound
+    for cause in causes:
+        counts = tally.scene_causes.setdefault(cause, [0, 0])
+        counts[0] += 1
+        counts[1] += len(causes) == 1
+
+
+def _wrong_call(p: Position, t: TrueToken, floor_mm: float) -> str:
+    """Which SCENE_CAUSES entry a token found but called wrong is."""
+    if p.token.side != t.side:
+        return COLOUR
+    if t.fallen:
+        return LYING_SPACE
+    off = float(np.hypot(p.token.xy_mm[0] - t.xy_mm[0], p.token.xy_mm[1] - t.xy_mm[1]))
+    return LINE_CALL if off < floor_mm else PLACED_OFF
 
 
 @dataclass(frozen=True)
@@ -432,6 +457,18 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
               "|---" * (len(FLAG_REASONS) + 3) + "|"]
     lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS + (HIDDEN, REFUSED))
               + " |" for t in tallies]
+    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    lines += ["", "Why scenes were not exactly right: scenes with each cause (in brackets, those with no other). "
+              f"A line call is a token found on the wrong space with its base within {floor_mm:g} mm of the truth "
+              "(`min_margin_mm`: within that of a line it is always flagged, and no detector places it on the right "
+              "side every time); placed off, one placed further off; lying token's space, a fallen one stood up on "
+              "the wrong space; colour, one found in the wrong colour; false detection, one on the board where no "
+              "token is.", "",
+              "| configuration | not exactly right | " + " | ".join(SCENE_CAUSES) + " |",
+              "|---" * (len(SCENE_CAUSES) + 2) + "|"]
+    for t in tallies:
+        cells = [f"{c[0]} ({c[1]})" for c in (t.scene_causes.get(k, [0, 0]) for k in SCENE_CAUSES)]
+        lines.append(f"| {t.name} | {t.scenes - t.scenes_exact} | " + " | ".join(cells) + " |")
     sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
     lines += ["", f"Flags against unflagged accuracy: the same positions with other close-call bands (a call is close when "
               f"its margin is under k sigma, at least `min_margin_mm`; the shipped k is {sigmas:g}, `ambiguity.sigmas` in "

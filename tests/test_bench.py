@@ -52,6 +52,8 @@ def test_missed_tokens_are_counted_by_cause_and_an_unseen_off_board_token_is_rig
     assert tally.missed_by_cause == {"in view": 1, "hidden": 1, "fallen": 1}
     assert tally.confusion[("red", MISSED)] == 1
     assert (tally.scenes_exact, tally.scenes_sound) == (0, 0)
+    # three causes in one scene: none of them alone spoilt it
+    assert tally.scene_causes == {"missed, in view": [1, 0], "missed, hidden": [1, 0], "missed, fallen": [1, 0]}
 
 
 def test_a_flagged_false_detection_spoils_exactness_but_not_soundness():
@@ -224,3 +226,37 @@ def test_the_load_average_warns_when_other_work_shared_the_cores(monkeypatch):
     assert load_average(note_busy=True).startswith("3.2 / 1.0 / 0.5: above the CPU count")
     monkeypatch.setattr(os, "getloadavg", lambda: (1.5, 1.0, 0.5))
     assert load_average(note_busy=True) == "1.5 / 1.0 / 0.5"
+
+
+def _across_a_line(offset_mm):
+    """A point in a space a quarter of a mm from the line that changes its call, and one ``offset_mm`` from
+    it straight across that line (so it rests elsewhere)."""
+    x, y = middle_of_a_space()
+    steps = [(x - d / 20, y) for d in range(4000)]
+    inside = next(q for q in steps if assign([found_at("red", q)], BOARD)[0].margin_mm < 0.25)
+    across = (inside[0] - offset_mm, inside[1])
+    assert truth_at("red", inside).space != truth_at("red", across).space
+    return inside, across
+
+
+def test_a_scene_not_exactly_right_is_put_down_to_what_spoilt_it():
+    """A base placed half a mm across a line is a line call, 3 mm across is placed off; a lying token
+    stood up on another space, a wrong colour and a false detection each have their own cause."""
+    truth_xy, near = _across_a_line(0.5)
+    _, far = _across_a_line(3.0)
+    line, off, lying, colour, phantom = (Tally(name) for name in ("line", "off", "lying", "colour", "phantom"))
+    score_scene(line, assign([found_at("red", near)], BOARD), (truth_at("red", truth_xy),))
+    score_scene(off, assign([found_at("red", far)], BOARD), (truth_at("red", truth_xy),))
+    score_scene(lying, assign([found_at("red", far)], BOARD), (truth_at("red", truth_xy, fallen=True),))
+    score_scene(colour, assign([found_at("blue", truth_xy)], BOARD), (truth_at("red", truth_xy),))
+    score_scene(phantom, assign([found_at("red", middle_of_a_space()), found_at("blue", middle_of_a_space(1))], BOARD),
+                (truth_at("red", middle_of_a_space()),))
+    assert line.scene_causes == {"line call": [1, 1]} and off.scene_causes == {"placed off": [1, 1]}
+    assert lying.scene_causes == {"lying token's space": [1, 1]} and colour.scene_causes == {"colour": [1, 1]}
+    assert phantom.scene_causes == {"false detection": [1, 1]}
+    exact = Tally("exact")
+    score_scene(exact, assign([found_at("red", truth_xy)], BOARD), (truth_at("red", truth_xy),))
+    assert exact.scene_causes == {} and exact.scenes_exact == 1
+    text = report([line, exact], {}, "knockcam bench --scenes 1", 1, 0, "none")
+    assert "| line | 1 | 0 (0) | 0 (0) | 0 (0) | 0 (0) | 1 (1) | 0 (0) |" in text
+    assert "| exact | 0 | 0 (0) |" in text

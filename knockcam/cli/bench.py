@@ -45,9 +45,10 @@ def run(args: argparse.Namespace) -> int:
         note = f"{model.path}"
     from knockcam.detect import fallen, refine, verify
 
+    refiners = [("base refiner" + (f" {n}" if n > 1 else ""), path) for n, path in enumerate(refine.default_paths(), 1)]
     for what, path in (("fallen-token classifier", fallen.default_path()),
                        ("fallen-token classifier for photo pairs", fallen.pair_path()),
-                       ("token verifier", verify.default_path()), ("base refiner", refine.default_path()),
+                       ("token verifier", verify.default_path()), *refiners,
                        ("fallen-token placer", fallen.placer_path()),
                        ("fallen-token placer for photo pairs", fallen.pair_placer_path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"

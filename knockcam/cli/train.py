@@ -1,7 +1,7 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
 with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--fallen-pair`` the one for photo
 pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/verify.onnx), with ``--refine``
-the base refiner (models/refine.onnx), with ``--fallen-base`` where a lying token's base is
+the base refiners (models/refine.onnx, models/refine_2.onnx), with ``--fallen-base`` where a lying token's base is
 (models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), each on renders
 it makes itself.
 
@@ -53,9 +53,12 @@ def register(subparsers) -> None:
                              "learns on both detectors' candidates, exports OUT/verify.onnx (recipe: detect.yaml "
                              "verify.train)")
     parser.add_argument("--refine", action="store_true",
-                        help="train the base refiner instead: renders its own scenes with empty-board frames, "
+                        help="train the base refiners instead: each renders its own scenes with empty-board frames, "
                              "learns where the true base lies from both detectors' candidates, exports "
-                             "OUT/refine.onnx (recipe: detect.yaml refine.train)")
+                             "OUT/refine.onnx and OUT/refine_2.onnx (recipe: detect.yaml refine.train)")
+    parser.add_argument("--member", type=int, default=None, metavar="N",
+                        help="with --refine: train only the Nth of detect.yaml refine.train.members (default: each "
+                             "in turn)")
     parser.add_argument("--fallen-pair", action="store_true",
                         help="train the fallen-token classifier for photo pairs instead: renders its own scenes "
                              "with empty-board frames, learns on both detectors' candidates, exports "
@@ -89,6 +92,8 @@ def run(args) -> int:
     if args.fallen + args.fallen_pair + args.verify + args.refine + args.fallen_base + args.fallen_base_pair > 1:
         raise KnockcamError("--fallen, --fallen-pair, --verify, --refine, --fallen-base and --fallen-base-pair train "
                             "different networks: give one of them")
+    if args.member is not None and not args.refine:
+        raise KnockcamError("--member chooses one of the base refiners: give it with --refine")
     if args.fallen or args.fallen_pair:
         return _train_fallen(args)
     if args.fallen_base or args.fallen_base_pair:
@@ -168,14 +173,22 @@ def _train_verify(args) -> int:
 
 
 def _train_refine(args) -> int:
-    from knockcam.detect.refine_train import train
+    from functools import partial
 
-    return _train_patch_network(args, train, lambda r: (
+    from knockcam.detect.refine_train import members, train
+
+    for n in [args.member] if args.member is not None else range(1, len(members()) + 1):
+        _train_patch_network(args, partial(train, member=n), _refine_held_out)
+    return 0
+
+
+def _refine_held_out(r: dict) -> str:
+    return (
         f"held out ({r['val_scenes']} renders, {r['candidates']} candidates near a standing token): base error "
         f"median {r['error_mm_before']['median']:.2f} -> {r['error_mm_after']['median']:.2f} mm, p90 "
         f"{r['error_mm_before']['p90']:.2f} -> {r['error_mm_after']['p90']:.2f} mm; sigma median "
         f"{r['sigma_mm']['median']:.2f} mm (factor {r['sigma_per_scale']:.3f} on the error the network expects), "
-        f"{r['beyond_2sigma']:.1%} beyond 2 sigma; {r['moved_too_far']} would move too far"))
+        f"{r['beyond_2sigma']:.1%} beyond 2 sigma; {r['moved_too_far']} would move too far")
 
 
 def _train_patch_network(args, train, held_out) -> int:

@@ -77,19 +77,23 @@ def candidates_in_render(board: Board, seed: int, cfg: dict, model):
     return image, reference, calibration, found, true_tokens(truth, board)
 
 
-def plan(section: str, scenes: int | None, val_scenes: int | None, epochs: int | None) -> tuple[dict, dict, range, range]:
-    """detect.yaml SECTION.train's recipe (``epochs`` overriding it), SECTION.patch's geometry, and the
-    training and held-out seeds (``scenes`` / ``val_scenes`` of them, the recipe's when None);
-    KnockcamError unless both are training seeds (>= 100000) and the two ranges apart."""
+def plan(section: str, scenes: int | None, val_scenes: int | None, epochs: int | None,
+         member: dict | None = None) -> tuple[dict, dict, range, range]:
+    """detect.yaml SECTION.train's recipe (``epochs`` overriding it, and ``member``'s entries: one of the
+    recipe's ``members``), SECTION.patch's geometry, and the training and held-out seeds (``scenes`` /
+    ``val_scenes`` of them, the recipe's when None); KnockcamError unless both are training seeds
+    (>= 100000) and the two ranges apart."""
     from knockcam import settings
 
     cfg = settings.load("detect")[section]
-    recipe = dict(cfg["train"])
+    recipe = {**cfg["train"], **(member or {})}
     if epochs is not None:
         recipe["epochs"] = epochs
     scenes = int(recipe["scenes"] if scenes is None else scenes)
     val_scenes = int(recipe["val_scenes"] if val_scenes is None else val_scenes)
     geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")}
+    if "scene_seed" not in recipe:
+        raise KnockcamError(f"{section}.train trains several networks (members): say which")
     first, val_first = int(recipe["scene_seed"]), int(recipe["val_scene_seed"])
     if first < 100_000 or val_first < 100_000 or abs(val_first - first) < max(scenes, val_scenes):
         raise KnockcamError(f"{section}.train seeds must be training seeds (>= 100000) and the two ranges apart")

@@ -5,10 +5,11 @@ them (knockcam.detect.patch_train.candidates_in_render) and cuts the verifier's 
 candidate within ``near_mm`` of a standing true token at least ``min_visible`` in view; each one's
 target is where that token's true base lies from it, in the patch's frame. Trains with
 knockcam.detect.patch_train (smooth L1 on the offset and on the error it expects to leave), exports
-OUT/refine.onnx, then measures it on renders of other seeds: the base error before and after, and
-the factor from its expected error to a token's sigma (assign's convention: ambiguity.sigmas sigma
-is the 90th percentile of the error), which it stores in the network's metadata.
-Recipe: data/detect.yaml ``refine.train``.
+it, then measures it on renders of other seeds: the base error before and after, and the factor
+from its expected error to a token's sigma (assign's convention: ambiguity.sigmas sigma is the 90th
+percentile of the error), which it stores in the network's metadata.
+Recipe: data/detect.yaml ``refine.train``; each of its ``members`` (models/refine.onnx,
+models/refine_2.onnx: asked together at run time) is that recipe on its own renders and initialisation.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from knockcam.board.layout import Board
 from knockcam.detect.patch import around, directions
 from knockcam.detect.patch_train import (candidates_in_render, describe, export, fit, gather, need_torch,
                                          network_batches, plan)
+from knockcam.errors import KnockcamError
 
 
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
@@ -80,14 +82,24 @@ def spread(values: np.ndarray) -> dict:
     return {q: round(float(np.percentile(values, p)), 3) for q, p in (("median", 50), ("p90", 90), ("p99", 99))}
 
 
+def members() -> list[dict]:
+    """The shipped networks' recipes (detect.yaml refine.train.members): file, first render seed, initialisation."""
+    return list(settings.load("detect")["refine"]["train"]["members"])
+
+
 def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
-          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
-    """Render, train, export OUT/refine.onnx, measure it on held-out renders and store its sigma factor;
-    returns the measurement."""
+          epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print, member: int = 1) -> dict:
+    """Render, train the ``member``-th network of refine.train.members (from 1), export it to OUT/its file,
+    measure it on held-out renders and store its sigma factor; returns the measurement."""
+    recipes = members()
+    if not 1 <= member <= len(recipes):
+        raise KnockcamError(f"--member must be 1..{len(recipes)} (detect.yaml refine.train.members), not {member}")
     need_torch()
     from knockcam.synth.scene import config
 
-    recipe, geometry, seeds, val_seeds = plan("refine", scenes, val_scenes, epochs)
+    chosen = recipes[member - 1]
+    recipe, geometry, seeds, val_seeds = plan("refine", scenes, val_scenes, epochs,
+                                              {k: v for k, v in chosen.items() if k != "file"})
     log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}) and running both detectors")
     cut, lean, offsets = gather(scene_examples, board, seeds, config(), geometry, workers)
     log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
@@ -96,9 +108,10 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
         f"{np.median(np.hypot(*offsets.T)):.2f} mm")
     scale = {"scale_mm": float(recipe["offset_scale_mm"]), "mm_per_px": float(geometry["mm_per_px"])}
     net = fit(cut, lean, offsets, recipe, log=log, offsets=scale)
-    path = export(net, geometry, Path(out) / "refine.onnx", channels=cut.shape[-1] + 1)
+    path = export(net, geometry, Path(out) / str(chosen["file"]), channels=cut.shape[-1] + 1)
     describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": 1.0})
     result = measure(path, cut_v, lean_v, offsets_v)
     describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": result["sigma_per_scale"]})
-    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
+    result.update(model=str(path), member=member, scenes=len(seeds), val_scenes=len(val_seeds),
+                  epochs=int(recipe["epochs"]))
     return result

@@ -5,16 +5,31 @@ import pytest
 
 from knockcam.detect.patch_train import plan, shifted_offsets
 from knockcam.errors import KnockcamError
+from knockcam.settings import load
 
 
-@pytest.mark.parametrize("section", ["fallen", "verify", "refine"])
-def test_a_plan_takes_the_recipe_and_keeps_training_and_held_out_seeds_apart(section):
-    recipe, geometry, seeds, val_seeds = plan(section, 12, None, 3)
+def _member(section, k):
+    """The k-th of SECTION.train.members without its file name (None: a section with one network)."""
+    if k is None:
+        return None
+    return {key: v for key, v in load("detect")[section]["train"]["members"][k].items() if key != "file"}
+
+
+@pytest.mark.parametrize("section, k", [("fallen", None), ("verify", None), ("refine", 0), ("refine", 1)])
+def test_a_plan_takes_the_recipe_and_keeps_training_and_held_out_seeds_apart(section, k):
+    recipe, geometry, seeds, val_seeds = plan(section, 12, None, 3, _member(section, k))
     assert recipe["epochs"] == 3 and len(seeds) == 12 and len(val_seeds) == recipe["val_scenes"]
     assert min(seeds) >= 100_000 and min(val_seeds) >= 100_000 and not set(seeds) & set(val_seeds)
     assert set(geometry) == {"size_px", "mm_per_px", "behind_mm"}
     with pytest.raises(KnockcamError, match=f"{section}.train seeds"):
-        plan(section, 50_000, None, None)  # so many renders that the training seeds run into the held-out ones
+        plan(section, 50_000, None, None, _member(section, k))  # so many renders that the training seeds run into the held-out ones
+
+
+def test_each_base_refiner_learns_on_its_own_renders_from_its_own_start():
+    plans = [plan("refine", None, None, None, _member("refine", k)) for k in range(2)]
+    (one, _, seeds_one, val_one), (two, _, seeds_two, val_two) = plans
+    assert not set(seeds_one) & set(seeds_two) and one["seed"] != two["seed"]
+    assert val_one == val_two  # measured on the same held-out renders
 
 
 def test_an_offset_moves_with_its_patch_when_mirrored_and_shifted():

@@ -76,11 +76,62 @@ def test_a_network_that_does_not_say_its_scale_is_refused():
         refine.BaseRefiner(MODELS / "verify.onnx")
 
 
+class Member(Told):
+    """One network of an ensemble, answering what it is told, with its trainer's sigma factor."""
+
+    def __init__(self, answers, sigma_per_scale, geometry=None):
+        super().__init__(answers)
+        self.sigma_per_scale, self.path = sigma_per_scale, "member"
+        if geometry is not None:
+            self.geometry = geometry
+
+
+def test_refiners_asked_together_move_a_base_by_the_mean_of_their_answers():
+    image, reference, cal, _ = scene("oblique_60")
+    xy = (200.0, 500.0)
+    one, two = Member([[2.0, 1.0, 0.5, 0.5]], 0.6), Member([[4.0, -1.0, 1.5, 1.5]], 0.8)
+    both = refine.RefinerEnsemble([one, two])
+    tokens = [Token("red", xy, 0.9, sigma_mm=0.1, source="both")]
+    (out,) = refine.refine_bases(tokens, PhotoPair(image, reference, cal, BOARD), both)
+    away, _ = directions([xy], viewpoint(cal).nadir_mm)
+    assert np.allclose(out.xy_mm, np.array(xy) + 3.0 * away[0])  # (2 + 4) / 2 ahead, (1 - 1) / 2 across
+    assert out.sigma_mm == pytest.approx(0.7 * np.hypot(1.0, 1.0), abs=1e-3)  # mean factor x mean expected error
+
+
+def test_refiners_trained_on_different_patches_are_not_asked_together():
+    other = {"size_px": 32, "mm_per_px": 2.5, "behind_mm": 30.0}
+    with pytest.raises(KnockcamError, match="different patches.*knockcam train --refine"):
+        refine.RefinerEnsemble([Member([[0, 0, 1, 1]], 0.7), Member([[0, 0, 1, 1]], 0.7, geometry=other)])
+
+
+def test_the_shipped_refiners_are_asked_together_and_a_missing_one_is_left_out(tmp_path):
+    both = refine.load()
+    assert isinstance(both, refine.RefinerEnsemble)
+    assert [m.path.name for m in both.members] == ["refine.onnx", "refine_2.onnx"]
+    alone = refine.load([MODELS / "refine.onnx", tmp_path / "not_trained.onnx"])
+    assert isinstance(alone, refine.BaseRefiner) and alone.path.name == "refine.onnx"
+    assert refine.load([tmp_path / "not_trained.onnx"]) is None
+
+
+def test_a_refiner_member_that_does_not_exist_is_refused_before_anything_is_rendered(capsys):
+    from knockcam.cli import main
+
+    assert main(["train", "--refine", "--member", "3", "--out", "unused"]) == 2
+    assert "--member must be 1..2" in capsys.readouterr().err
+    assert main(["train", "--verify", "--member", "1"]) == 2
+    assert "--member chooses one of the base refiners" in capsys.readouterr().err
+
+
 def test_the_shipped_network_brings_bases_placed_off_nearer_to_where_they_are():
     """Every standing token of two fixture scenes (not renders it learnt on), placed 2 mm off its true
-    base in eight directions: the refined bases are much nearer."""
-    refiner = refine.load(MODELS / "refine.onnx")
-    assert refiner is not None, "models/refine.onnx is shipped"
+    base in eight directions: the refined bases are much nearer, by the shipped networks asked together
+    and by each alone."""
+    for paths in (None, MODELS / "refine.onnx", MODELS / "refine_2.onnx"):
+        _brings_bases_nearer(refine.load(paths))
+
+
+def _brings_bases_nearer(refiner):
+    assert refiner is not None, "the base refiners are shipped"
     after, sigma = [], []
     for name in ("all_16_tokens", "oblique_60"):
         image, reference, cal, truth = scene(name)
