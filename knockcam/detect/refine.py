@@ -119,18 +119,12 @@ class RefinerEnsemble(Placing):
 
 def load(paths: str | Path | list[str | Path] | None = None) -> Placing | None:
     """The refiner at ``paths`` (a file, or several asked together; default ``default_paths``): those of them
-    that exist (None when none has been trained), kept for the next call."""
+    that exist (None when none has been trained), each network kept for the next call."""
     paths = default_paths() if paths is None else [paths] if isinstance(paths, (str, Path)) else paths
     found = [net for net in (load_once(BaseRefiner, Path(p)) for p in paths) if net is not None]
     if len(found) <= 1:
         return found[0] if found else None
-    key = tuple(str(net.path) for net in found)
-    if key not in _ENSEMBLES:
-        _ENSEMBLES[key] = RefinerEnsemble(found)
-    return _ENSEMBLES[key]
-
-
-_ENSEMBLES: dict[tuple[str, ...], RefinerEnsemble] = {}
+    return RefinerEnsemble(found)
 
 
 def refine_bases(tokens: list[Token], pair: PhotoPair, refiner: Placing | None) -> list[Token]:
