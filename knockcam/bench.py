@@ -104,12 +104,17 @@ REFUSED = "photo refused"  # the automatic calibration refused the photo and ask
 FLAG_BANDS = (1.0, 1.5, 2.0, 2.5, 3.0)  # close-call bands (assign.yaml ambiguity.sigmas) the trade-off table tries
 
 
+def min_margin_mm() -> float:
+    """The margin under which assign always flags a call, whatever the sigma (data/assign.yaml ``min_margin_mm``)."""
+    return float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+
+
 def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = False) -> None:
     """How this token would have counted with each close-call band of FLAG_BANDS (p None: not found;
     ``flagged``: flagged whatever the band, e.g. not found under a hidden area): the same positions,
     flagged when the margin is under that many sigma (at least min_margin_mm) or for any other
     reason. Shows what fewer flags would cost in unflagged calls."""
-    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    floor_mm = min_margin_mm()
     other = p is not None and bool(set(p.flags) & {DISAGREEMENT, UNSURE, EXTRA_TOKEN})
     for k in FLAG_BANDS:
         counts = tally.bands.setdefault(k, [0, 0, 0])
@@ -132,7 +137,7 @@ def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
     closer to a deciding line than assign's smallest margin (``min_margin_mm``, data/assign.yaml), and
     fallen ones within the close-call band of their widened uncertainty (``sigmas`` x ``fallen_sigma_mm``:
     RULES.md S3 stands one up where it fell, which no photo shows to the millimetre)."""
-    floor_mm, fallen_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"]), fallen_band_mm()
+    floor_mm, fallen_mm = min_margin_mm(), fallen_band_mm()
     return {"tokens": len(truth), "fallen": sum(t.fallen and t.margin_mm < fallen_mm for t in truth),
             "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth)}
 
@@ -209,7 +214,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
     pairs = match(found, truth)
     covered = hidden_spaces(hidden, board) if hidden and board is not None else ()
     reach = board.token.base_diameter_mm / 2 if board is not None else 0.0
-    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    floor_mm = min_margin_mm()
     causes: set[str] = set()
     sound = True
     for i, t in enumerate(truth):
@@ -457,7 +462,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
               "|---" * (len(FLAG_REASONS) + 3) + "|"]
     lines += [f"| {t.name} | " + " | ".join(_pct(t.flag_reasons.get(r, 0), t.tokens) for r in FLAG_REASONS + (HIDDEN, REFUSED))
               + " |" for t in tallies]
-    floor_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"])
+    floor_mm = min_margin_mm()
     lines += ["", "Why scenes were not exactly right: scenes with each cause (in brackets, those with no other). "
               f"A line call is a token found on the wrong space with its base within {floor_mm:g} mm of the truth "
               "(`min_margin_mm`: within that of a line it is always flagged, and no detector places it on the right "
@@ -483,7 +488,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     floor = facts.get("floor") or {}
     if floor.get("tokens"):
         n = floor["tokens"]
-        floor_mm, fallen_mm = float(settings.load("assign")["ambiguity"]["min_margin_mm"]), fallen_band_mm()
+        floor_mm, fallen_mm = min_margin_mm(), fallen_band_mm()
         lines += ["", f"A detector with no error at all would still flag {_pct(floor['fallen'] + floor['near_line'], n)} "
                   f"of these tokens: {_pct(floor['near_line'], n)} stand within {floor_mm:g} mm (`min_margin_mm`, "
                   f"data/assign.yaml) of a line that changes their resting place and {_pct(floor['fallen'], n)} lie "
