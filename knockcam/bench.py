@@ -136,10 +136,13 @@ def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
     """What a detector with no error at all would still leave to a human in this scene: standing tokens
     closer to a deciding line than assign's smallest margin (``min_margin_mm``, data/assign.yaml), and
     fallen ones within the close-call band of their widened uncertainty (``sigmas`` x ``fallen_sigma_mm``:
-    RULES.md S3 stands one up where it fell, which no photo shows to the millimetre)."""
+    RULES.md S3 stands one up where it fell, which no photo shows to the millimetre); and whether the
+    scene has a token on the board too little in view to be found (``hidden_below``): no detector gets
+    such a scene exactly right."""
     floor_mm, fallen_mm = min_margin_mm(), fallen_band_mm()
     return {"tokens": len(truth), "fallen": sum(t.fallen and t.margin_mm < fallen_mm for t in truth),
-            "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth)}
+            "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth), "scenes": 1,
+            "hidden_scenes": int(any(t.state != "off_board" and t.visible < hidden_below() for t in truth))}
 
 
 def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
@@ -345,7 +348,7 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     tallies = {c.name: Tally(c.name) for c in configs}
     limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
     loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
-    facts = {"calibration_ms": [], "floor": {"tokens": 0, "fallen": 0, "near_line": 0}}
+    facts = {"calibration_ms": [], "floor": {"tokens": 0, "fallen": 0, "near_line": 0, "scenes": 0, "hidden_scenes": 0}}
     for n, seed in enumerate(range(seed_start, seed_start + scenes)):
         scene = make_scene(board, seed)
         for k, v in flag_floor(scene.tokens).items():
@@ -494,6 +497,11 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
                   f"data/assign.yaml) of a line that changes their resting place and {_pct(floor['fallen'], n)} lie "
                   f"fallen within {fallen_mm:g} mm of one (RULES.md S3 stands one up where it fell: `sigmas` x "
                   "`fallen_sigma_mm`)."]
+    if floor.get("scenes"):
+        hidden, n = floor["hidden_scenes"], floor["scenes"]
+        lines += ["", f"{hidden} of these {n} scenes ({_pct(hidden, n)}) have a token on the board less than "
+                  f"{hidden_below():.0%} in view (under a hand, a cup, outside the photo): with that token missed, at most "
+                  f"{_pct(n - hidden, n)} of the scenes can be exactly right."]
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
         lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]

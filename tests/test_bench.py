@@ -125,11 +125,27 @@ def test_flags_are_counted_by_reason_and_the_floor_is_what_no_detector_escapes()
     truth = true_tokens(line_truth, BOARD)
     assert truth[0].margin_mm < 1.0 and 5.0 < truth[2].margin_mm < 15.0 and truth[3].margin_mm > 5.0
     assert truth[1].margin_mm > 15.0
-    assert flag_floor(truth) == {"tokens": 4, "fallen": 1, "near_line": 1}
+    assert flag_floor(truth) == {"tokens": 4, "fallen": 1, "near_line": 1, "scenes": 1, "hidden_scenes": 0}
     text = report([tally], {"floor": flag_floor(truth)}, "knockcam bench --scenes 1", 1, 0, "none")
     assert "| t | 0.00% | 50.00% | 0.00% | 0.00% | 0.00% | 0.00% |" in text
     assert "would still flag 50.00% of these tokens: 25.00% stand within 1 mm" in text
     assert "and 25.00% lie fallen within 15 mm of one" in text
+    assert "0 of these 1 scenes (0.00%) have a token on the board less than 15% in view" in text
+
+
+def test_a_scene_with_a_token_hidden_on_the_board_caps_the_scenes_any_detector_gets_exactly_right():
+    # a token 10% in view on the board (under a hand) spoils its scene for every detector; one 10% in view
+    # off the board does not: not found there, it is out all the same (RULES.md S2)
+    on, off = middle_of_a_space(), (-40.0, 100.0)
+    scenes = [(truth_at("red", on, visible=0.1),), (truth_at("red", off, visible=0.1), truth_at("blue", on)),
+              (truth_at("blue", on, visible=0.5),)]
+    assert scenes[1][0].state == "off_board"
+    floors = [flag_floor(s) for s in scenes]
+    assert [f["hidden_scenes"] for f in floors] == [1, 0, 0]
+    floor = {k: sum(f[k] for f in floors) for k in floors[0]}
+    text = report([Tally("t")], {"floor": floor}, "knockcam bench --scenes 3", 3, 0, "none")
+    assert "1 of these 3 scenes (33.33%) have a token on the board less than 15% in view" in text
+    assert "at most 66.67% of the scenes can be exactly right" in text
 
 
 def test_a_narrower_close_call_band_flags_less_and_is_counted_apart():
