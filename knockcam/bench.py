@@ -348,11 +348,11 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     tallies = {c.name: Tally(c.name) for c in configs}
     limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
     loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
-    facts = {"calibration_ms": [], "floor": {"tokens": 0, "fallen": 0, "near_line": 0, "scenes": 0, "hidden_scenes": 0}}
+    facts = {"calibration_ms": [], "floor": {}}  # floor: flag_floor's counts summed over the scenes
     for n, seed in enumerate(range(seed_start, seed_start + scenes)):
         scene = make_scene(board, seed)
         for k, v in flag_floor(scene.tokens).items():
-            facts["floor"][k] += v
+            facts["floor"][k] = facts["floor"].get(k, 0) + v
         # found in the photo, or (as knockcam score --reference does) in the empty-board frame: no tokens in the way
         auto = {False: _auto_calibration(scene.image, board, loosest, facts["calibration_ms"]),
                 True: _auto_calibration(scene.reference, board, loosest)}

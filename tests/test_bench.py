@@ -86,6 +86,7 @@ def test_bench_command_writes_its_results_file(tmp_path, capsys):
     text = out.read_text()
     assert "seeds 7..7" in text and "knockcam bench --scenes 1 --seed-start 7" in text
     assert "| reference frame, given calibration |" in text and "## Targets" in text
+    assert " of these 1 scenes (" in text  # the scenes' flag floor, summed by the run
 
 
 def test_bench_refuses_training_seeds(tmp_path, capsys):
