@@ -139,10 +139,10 @@ def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:
     RULES.md S3 stands one up where it fell, which no photo shows to the millimetre); and whether the
     scene has a token on the board too little in view to be found (``hidden_below``): no detector gets
     such a scene exactly right."""
-    floor_mm, fallen_mm = min_margin_mm(), fallen_band_mm()
+    floor_mm, fallen_mm, hidden = min_margin_mm(), fallen_band_mm(), hidden_below()
     return {"tokens": len(truth), "fallen": sum(t.fallen and t.margin_mm < fallen_mm for t in truth),
             "near_line": sum(not t.fallen and t.margin_mm < floor_mm for t in truth), "scenes": 1,
-            "hidden_scenes": int(any(t.state != "off_board" and t.visible < hidden_below() for t in truth))}
+            "hidden_scenes": int(any(t.state != "off_board" and t.visible < hidden for t in truth))}
 
 
 def make_scene(board: Board, seed: int, held_out: bool = True) -> Scene:
