@@ -44,22 +44,23 @@ def residual_mm(homography: np.ndarray, points_mm, points_px) -> tuple[float, fl
 
 
 def corner_uncertainty_mm(homography: np.ndarray, board: Board, sigma_px: float, samples: int = 200,
-                          seed: int = 0) -> float:
-    """RMS error over the board (mm) when the four corners are each off by N(0, sigma_px) pixels.
+                          seed: int = 0, worst_corner: bool = False) -> float:
+    """RMS error over the board (mm) when the four corners are each off by N(0, sigma_px) pixels; with
+    ``worst_corner``, the RMS over those draws of the error at the worst board corner instead.
 
     An estimate for four-point methods, which have no redundant points to measure a residual with.
     """
     corners_mm = board_corners_mm(board)
     corners_px = _apply(homography, corners_mm)
-    grid = board_grid_mm(board)
-    grid_px = _apply(homography, grid)
+    points = corners_mm if worst_corner else board_grid_mm(board)
+    points_px = _apply(homography, points)
     rng = np.random.default_rng(seed)
     sq = []
     for _ in range(samples):
         noisy = corners_px + rng.normal(0.0, sigma_px, corners_px.shape)
         h = homography_from_points(corners_mm, noisy)
-        d = np.linalg.norm(_apply(np.linalg.inv(h), grid_px) - grid, axis=1)
-        sq.append(np.mean(d**2))
+        d = np.linalg.norm(_apply(np.linalg.inv(h), points_px) - points, axis=1)
+        sq.append(np.max(d) ** 2 if worst_corner else np.mean(d**2))
     return float(np.sqrt(np.mean(sq)))
 
 

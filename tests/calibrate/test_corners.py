@@ -120,3 +120,10 @@ def test_score_with_corners_uses_the_snapped_board(board):
     image, truth = _fixture("all_16_tokens")
     cal = calibrate(image, board, corners=_off_by(truth, board, 3.0))
     assert cal.method == "corners" and board_errors_mm(cal, truth, board).max() < 1.5
+
+
+def test_the_worst_corner_estimate_exceeds_the_board_average(scene, board):
+    # the corners lie at the board's ends, where a corner's error is largest; over the board it averages down
+    over_board = corner_uncertainty_mm(scene.truth.homography, board, 1.5)
+    at_corner = corner_uncertainty_mm(scene.truth.homography, board, 1.5, worst_corner=True)
+    assert at_corner > 1.2 * over_board
