@@ -98,6 +98,9 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
     if found_model is None or found_ref is None:
+        if found_ref is None:  # the model alone: no second detector can confirm a middling score
+            found_model = [t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
+                           for t in found_model]
         found = mark_fallen(found_model if found_ref is None else found_ref, image, calibration, board, load_fallen())
         found = place_fallen(found, image, calibration, board, load_placer())
     else:

@@ -213,6 +213,7 @@ class TokenModel:
                                 "or set KNOCKCAM_MODEL to a tokens.onnx)")
         self.conf = float(cfg.get("conf", 0.25) if conf is None else conf)
         self.sure_conf = max(self.conf, float(cfg.get("sure_conf", self.conf)))
+        self.sure_conf_alone = max(self.sure_conf, float(cfg.get("sure_conf_alone", self.sure_conf)))
         self.iou = float(cfg.get("iou", 0.3) if iou is None else iou)
         self.max_det = int(cfg.get("max_det", 32))
         self.agnostic = bool(cfg.get("agnostic_nms", True))

@@ -131,6 +131,28 @@ def test_no_detector_at_all_is_a_clear_error():
         detect(img, cal, board, reference=None, model=None)
 
 
+def test_the_model_alone_leaves_a_middling_score_to_a_human(monkeypatch):
+    """With no empty-board frame nothing can confirm a weak token: under model.sure_conf_alone it is unsure."""
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.detect import fallen
+
+    monkeypatch.setattr(fallen, "load", lambda: None)  # no fallen classifier or placer: only the flags matter here
+    monkeypatch.setattr(fallen, "load_placer", lambda: None)
+
+    class Model:  # plays TokenModel: returns its tokens whatever the photo
+        conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01
+
+        def detect(self, image, calibration, board, conf=None):
+            return [t("red", 100.0, 400.0, conf=0.45), t("blue", 300.0, 700.0, conf=0.9),
+                    t("green", 200.0, 200.0, conf=0.15)]
+
+    board = load_board()
+    cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
+    found = detect(np.zeros((72, 128, 3), np.uint8), cal, board, reference=None, model=Model()).tokens
+    assert [(k.side, k.unsure) for k in found] == [("red", True), ("blue", False), ("green", True)]
+    assert [p.ambiguous for p in assign(list(found), board)] == [True, False, True]
+
+
 def test_the_calibration_error_is_added_once_after_combining():
     from knockcam.calibrate.calibration import Calibration
     from knockcam.detect import with_calibration_error

@@ -10,7 +10,7 @@ from knockcam.live.vision import StillDetector
 
 
 class FakeModel:
-    conf, support_conf = 0.1, 0.01
+    conf, support_conf, sure_conf_alone = 0.1, 0.01, 0.6
 
     def detect(self, image, calibration, board, conf=None):
         return [Token("red", (150.0, 400.0), 0.9, sigma_mm=1.6),
