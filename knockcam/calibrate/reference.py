@@ -142,7 +142,7 @@ def register(image: np.ndarray, reference: Reference, board: Board, method: str 
     ref_err = ref_cal.error_mm or 0.0
     hump = None
     if ref_cal.hump is not None:  # the same board, as humped as before, seen from this camera
-        from knockcam.calibrate.auto import up_px
+        from knockcam.calibrate.edges import up_px
 
         hump = replace(ref_cal.hump, up=tuple(float(v) for v in up_px(hom / hom[2, 2], board, size)))
     return Calibration(method=method, image_size=size, homography=hom / hom[2, 2], camera_matrix=ref_cal.camera_matrix,

@@ -87,7 +87,7 @@ def test_a_bowed_board_is_placed_by_fitting_its_hump(board):
     # a knockcam.synth photo (seed 2026, 136) of a board with a 5.3 mm hump along it: the flat
     # registration skews the corners by several mm; with the hump fitted (two unknowns, in the
     # direction the camera implies) the corners are back within the target
-    from knockcam.calibrate.auto import up_px
+    from knockcam.calibrate.edges import up_px
     from knockcam.calibrate.bench import _synth_photo
 
     photo = _synth_photo(board, 136)
@@ -114,7 +114,7 @@ def test_the_lens_read_off_the_printed_lines_bends_them_as_the_true_lens_does(bo
     # touching_and_lines: k1 = +0.071 at a focal length of 938 px, unknown to the fit. Started from a
     # flat registration on the photo as taken, the fitted lens (at its nominal focal length) and
     # homography put the board's points where the true camera does, which the flat fit cannot
-    from knockcam.calibrate.auto import up_px
+    from knockcam.calibrate.edges import up_px
 
     truth = Calibration.from_dict(json.loads((SCENES / "touching_and_lines.json").read_text())["calibration"])
     gray = cv2.cvtColor(cv2.imread(str(SCENES / "touching_and_lines.jpg")), cv2.COLOR_BGR2GRAY)

@@ -1,0 +1,88 @@
+"""The search for where the board may be: straight lines kept for building quadrilaterals, the true
+shape of a seen rectangle, and the fast pruning of sides no edge supports."""
+
+import cv2
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from knockcam.calibrate.outline import (_PRUNING_SLACK, _crossings, _hough_lines, _side_support, _supported_stretches,
+                                        quad_aspect)
+from knockcam.settings import load as settings_of
+
+
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_quad_aspect_recovers_the_true_aspect_from_any_camera(seed, board):
+    from knockcam.calibrate.scene import look_at_homography
+
+    rng = np.random.default_rng(seed)
+    hom = None
+    while hom is None:
+        hom = look_at_homography(board, rng, (1280, 720), (5, 60))
+    w, l = board.size_mm
+    quad = cv2.perspectiveTransform(np.array([[[0, 0]], [[w, 0]], [[w, l]], [[0, l]]], np.float64), hom).reshape(-1, 2)
+    assert quad_aspect(quad, (1280, 720)) == pytest.approx(w / l, rel=0.03)
+
+
+def test_short_board_ends_are_kept_among_many_long_parallel_lines():
+    # a board's long sides and the printed lines along them are many and long; its two ends are
+    # short: they must still be among the lines tried, or the board's quadrilateral is never built
+    edges = np.zeros((540, 960), np.uint8)
+    for y in range(60, 480, 12):
+        cv2.line(edges, (100, y), (860, y + 20), 255, 1)
+    cv2.line(edges, (300, 100), (310, 420), 255, 1)
+    cv2.line(edges, (700, 110), (712, 430), 255, 1)
+    lines = _hough_lines(edges, 24, 10)
+    assert len(lines) <= 24
+    # where each near-vertical line (normal along x) crosses y = 260
+    x_mid = [(r - 260 * np.sin(t)) / np.cos(t) for r, t in lines if abs(np.cos(t)) > 0.9]
+    assert any(abs(x - 305) < 4 for x in x_mid) and any(abs(x - 706) < 4 for x in x_mid)
+
+
+def test_the_outermost_line_of_a_crowded_direction_is_tried_even_when_it_is_weak():
+    # the far end of an oblique board is short and soft; the printed lines parallel to it are longer
+    # and more than a direction band's quota: it is kept only as the outermost line of its band
+    edges = np.zeros((540, 960), np.uint8)
+    for y in range(60, 480, 12):
+        cv2.line(edges, (100, y), (860, y + 20), 255, 1)
+    for x in range(300, 700, 25):
+        cv2.line(edges, (x, 80), (x + 10, 460), 255, 1)
+    cv2.line(edges, (250, 200), (253, 300), 255, 1)  # short: fewer Hough votes than any printed line
+
+    def crosses_at(lines, x0):
+        x_mid = [(r - 250 * np.sin(t)) / np.cos(t) for r, t in lines if abs(np.cos(t)) > 0.9]
+        return any(abs(x - x0) < 4 for x in x_mid)
+
+    assert not crosses_at(_hough_lines(edges, 48, 10), 251.5)
+    outermost = int(settings_of("calibrate")["auto"]["outermost_bands"])
+    assert crosses_at(_hough_lines(edges, 48, 10, outermost=outermost), 251.5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(seed=st.integers(0, 10_000))
+def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
+    # quadrilaterals are pruned with an approximate side support before the exact 40-sample test:
+    # with the slack allowed, it must keep every side the exact test keeps (else real boards drop),
+    # even on a table of random crossing edges, where sampling differs most
+    rng = np.random.default_rng(seed)
+    h, w = 240, 320
+    edges = np.zeros((h, w), np.uint8)
+    for _ in range(12):
+        a, b = rng.integers(0, [w, h], 2), rng.integers(0, [w, h], 2)
+        cv2.line(edges, tuple(int(v) for v in a), tuple(int(v) for v in b), 255, 1)
+    dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
+    lines = np.column_stack([rng.uniform(-50, 400, 12), rng.uniform(0, np.pi, 12)])
+    cx, cy, near = _crossings(lines, (w, h))  # as _candidate_quads
+    ii, jj = np.triu_indices(len(lines), 1)
+    crosses = near[ii] & near[jj]
+    for k in range(len(lines)):
+        crosses[(ii == k) | (jj == k), k] = False
+    for threshold in (0.15, 0.25, 0.4):
+        kept = _supported_stretches(crosses, ii, jj, lines, cx, cy, dist, threshold - _PRUNING_SLACK)
+        p, k = np.nonzero(crosses)
+        a = np.stack([cx[k, ii[p]], cy[k, ii[p]]], axis=-1)
+        b = np.stack([cx[k, jj[p]], cy[k, jj[p]]], axis=-1)
+        exact = _side_support(a, b, dist)
+        long_enough = np.linalg.norm(b - a, axis=1) > 20
+        assert kept[p, k][long_enough & (exact >= threshold)].all()
