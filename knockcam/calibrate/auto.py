@@ -166,15 +166,12 @@ def _edge_error_mm(line_fits, corners: np.ndarray, board: Board, image_size: tup
 
 
 def _corner_apart_mm(h1: np.ndarray, h2: np.ndarray, board: Board) -> float:
-    """The largest distance (board mm) between where two homographies put the board's corners."""
-    return float(_moved_mm(board_corners_mm(board), h1, h2).max())
-
-
-def _moved_mm(points_mm: np.ndarray, h1: np.ndarray, h2: np.ndarray) -> np.ndarray:
-    """How far (board mm) each board point lands when imaged by ``h1`` and read back by ``h2``."""
-    px = cv2.perspectiveTransform(points_mm.reshape(-1, 1, 2), h1)
+    """The largest distance (board mm) between where two homographies put the board's corners: each
+    corner imaged by ``h1`` and read back by ``h2``."""
+    corners = board_corners_mm(board)
+    px = cv2.perspectiveTransform(corners.reshape(-1, 1, 2), h1)
     back = cv2.perspectiveTransform(px, np.linalg.inv(h2)).reshape(-1, 2)
-    return np.linalg.norm(back - points_mm, axis=1)
+    return float(np.linalg.norm(back - corners, axis=1).max())
 
 
 def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
