@@ -49,6 +49,7 @@ def run(args: argparse.Namespace) -> int:
     for what, path in (("fallen-token classifier", fallen.default_path()),
                        ("fallen-token classifier for photo pairs", fallen.pair_path()),
                        ("token verifier", verify.default_path()), *refiners,
+                       ("base refiner of a photo alone", refine.alone_path()),
                        ("fallen-token placer", fallen.placer_path()),
                        ("fallen-token placer for photo pairs", fallen.pair_placer_path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"

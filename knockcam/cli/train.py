@@ -1,7 +1,8 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
 with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--fallen-pair`` the one for photo
 pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/verify.onnx), with ``--refine``
-the base refiners (models/refine.onnx, models/refine_2.onnx), with ``--fallen-base`` where a lying token's base is
+the base refiners (models/refine.onnx, models/refine_2.onnx), with ``--refine-alone`` the one for a photo
+alone (models/refine_alone.onnx), with ``--fallen-base`` where a lying token's base is
 (models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), each on renders
 it makes itself.
 
@@ -59,6 +60,9 @@ def register(subparsers) -> None:
     parser.add_argument("--member", type=int, default=None, metavar="N",
                         help="with --refine: train only the Nth of detect.yaml refine.train.members (default: each "
                              "in turn)")
+    parser.add_argument("--refine-alone", action="store_true",
+                        help="train the base refiner of a photo alone (no empty-board frame) instead: renders photos, "
+                             "exports OUT/refine_alone.onnx (recipe: detect.yaml refine_alone.train)")
     parser.add_argument("--fallen-pair", action="store_true",
                         help="train the fallen-token classifier for photo pairs instead: renders its own scenes "
                              "with empty-board frames, learns on both detectors' candidates, exports "
@@ -71,7 +75,7 @@ def register(subparsers) -> None:
                         help="train the fallen-token placer for photo pairs instead: as --fallen-base, with the "
                              "empty frame's patches too; exports OUT/fallen_base_pair.onnx")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen, --fallen-pair, --verify, --refine, --fallen-base or "
+                        help="with --fallen, --fallen-pair, --verify, --refine, --refine-alone, --fallen-base or "
                              "--fallen-base-pair: training renders "
                              "(default: the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
@@ -89,8 +93,10 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if args.fallen + args.fallen_pair + args.verify + args.refine + args.fallen_base + args.fallen_base_pair > 1:
-        raise KnockcamError("--fallen, --fallen-pair, --verify, --refine, --fallen-base and --fallen-base-pair train "
+    if (args.fallen + args.fallen_pair + args.verify + args.refine + args.refine_alone + args.fallen_base
+            + args.fallen_base_pair > 1):
+        raise KnockcamError("--fallen, --fallen-pair, --verify, --refine, --refine-alone, --fallen-base and "
+                            "--fallen-base-pair train "
                             "different networks: give one of them")
     if args.member is not None and not args.refine:
         raise KnockcamError("--member chooses one of the base refiners: give it with --refine")
@@ -102,6 +108,10 @@ def run(args) -> int:
         return _train_verify(args)
     if args.refine:
         return _train_refine(args)
+    if args.refine_alone:
+        from knockcam.detect.refine_train import train_alone
+
+        return _train_patch_network(args, train_alone, _refine_held_out)
     from knockcam.detect import train as training
 
     if args.evaluate is not None:

@@ -4,7 +4,8 @@
 (knockcam.detect.model) and, given an empty-board frame, the reference-frame detector
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine), then looks again
 at every token, at the model's weak candidates and beside every token, where one touching it may
-hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine);
+hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine; a
+photo alone by its own refiner);
 each token's uncertainty then includes the calibration's error (``with_calibration_error``). With
 the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
 a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen; with the
@@ -97,11 +98,17 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
-    if found_model is None or found_ref is None:
-        if found_ref is None:  # the model alone: no second detector can confirm a middling score
-            found_model = [t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
-                           for t in found_model]
-        found = mark_fallen(found_model if found_ref is None else found_ref, image, calibration, board, load_fallen())
+    if found_ref is None:  # the model alone: no second detector can confirm a middling score
+        from knockcam.detect.patch import PhotoPair
+        from knockcam.detect.refine import load_alone, refine_bases
+
+        photo = PhotoPair(image, None, calibration, board)  # the refiner and the fallen networks share its patches
+        found = refine_bases([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
+                              for t in found_model], photo, load_alone(), "refine_alone")
+        found = mark_fallen(found, image, calibration, board, load_fallen(), photo)
+        found = place_fallen(found, image, calibration, board, load_placer(), photo)
+    elif found_model is None:  # the empty-board frame alone
+        found = mark_fallen(found_ref, image, calibration, board, load_fallen())
         found = place_fallen(found, image, calibration, board, load_placer())
     else:
         from knockcam.detect.combine import combine

@@ -85,11 +85,11 @@ def _input(xy_mm, image: np.ndarray, calibration: Calibration, board: Board, net
     that sees the empty frame (which needs ``pair``); else the photo's patch and the lean, from ``pair``'s
     kept patches when there is one (the last look cuts the same), else cut from ``image``."""
     if net.sees_empty_frame:
-        if pair is None:
+        if pair is None or pair.reference is None:
             raise KnockcamError(f"{net.what} {net.path} needs the empty-board frame")
         return pair.network_input(xy_mm, net.geometry)
     if pair is not None:
-        return pair.network_input(xy_mm, net.geometry)[:, PhotoPair.PHOTO_AND_LEAN]
+        return pair.photo_and_lean(xy_mm, net.geometry)
     return sample(image, calibration, board, xy_mm, net.geometry)
 
 

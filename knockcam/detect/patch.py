@@ -92,30 +92,37 @@ def around(image, calibration: Calibration, board: Board, xy_mm, geometry: dict)
 
 
 class PhotoPair:
-    """A photo, its empty-board frame and their calibration, as the networks that look again at the found
-    bases see them (knockcam.detect.verify, knockcam.detect.refine): the network input at each base is
-    cut once and kept, since both look at the same bases with the same patch."""
+    """A photo, its empty-board frame (None for a photo alone) and their calibration, as the networks that
+    look again at the found bases see them (knockcam.detect.verify, knockcam.detect.refine,
+    knockcam.detect.fallen): the network input at each base is cut once and kept, since they look at the
+    same bases with the same patch."""
 
     PHOTO_AND_LEAN = [0, 1, 2, 6]  # network_input's channels without the empty frame's: what the fallen network sees
 
-    def __init__(self, image: np.ndarray, reference: np.ndarray, calibration: Calibration, board: Board):
+    def __init__(self, image: np.ndarray, reference: np.ndarray | None, calibration: Calibration, board: Board):
         self.image, self.reference, self.calibration, self.board = image, reference, calibration, board
         self._rows: dict[tuple, np.ndarray] = {}
 
     def network_input(self, xy_mm, geometry: dict) -> np.ndarray:
         """(N, 7, S, S) float32 for bases at ``xy_mm``: the photo's patch and the empty frame's (BGR in 0..1
-        each) and the figure's lean (``network_input``); only bases not cut before with ``geometry`` are cut."""
+        each) and the figure's lean (``network_input``); (N, 4, S, S) for a photo alone. Only bases not cut
+        before with ``geometry`` are cut."""
         shape = json.dumps(geometry, sort_keys=True)
         keys = [(shape, float(x), float(y)) for x, y in np.asarray(xy_mm, np.float64).reshape(-1, 2)]
         new = list(dict.fromkeys(k for k in keys if k not in self._rows))
+        frames = [self.image] if self.reference is None else [self.image, self.reference]
         if new:
-            cut = network_input(*around([self.image, self.reference], self.calibration, self.board,
-                                        [k[1:] for k in new], geometry))
+            cut = network_input(*around(frames, self.calibration, self.board, [k[1:] for k in new], geometry))
             self._rows.update(zip(new, cut))
         if not keys:
             size = int(geometry["size_px"])
-            return np.zeros((0, 7, size, size), np.float32)
+            return np.zeros((0, 3 * len(frames) + 1, size, size), np.float32)
         return np.stack([self._rows[k] for k in keys])
+
+    def photo_and_lean(self, xy_mm, geometry: dict) -> np.ndarray:
+        """``network_input`` without the empty frame's channels: what a network of the photo alone sees."""
+        x = self.network_input(xy_mm, geometry)
+        return x if self.reference is None else x[:, self.PHOTO_AND_LEAN]
 
 
 class PatchClassifier:

@@ -18,6 +18,10 @@ A base the network would move further than ``refine.max_move_mm`` is left where 
 learnt on bases found within a few mm of a standing token; such a move is a token it does not know
 (lying down, mostly hidden, or none at all). ``knockcam train --refine`` trains the networks on
 synthetic renders (knockcam.detect.refine_train); settings in data/detect.yaml ``refine``.
+
+A photo alone (no empty-board frame) has its own refiner (models/refine_alone.onnx, ``load_alone``):
+the same network on the photo's patch only, trained at the learned model's tokens
+(``knockcam train --refine-alone``); settings in data/detect.yaml ``refine_alone``.
 """
 
 from __future__ import annotations
@@ -29,11 +33,12 @@ from pathlib import Path
 import numpy as np
 
 from knockcam import settings
-from knockcam.detect.patch import PatchClassifier, PhotoPair, directions, load_once
+from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, directions, load_once
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
 
 MIN_SCALE = 0.02  # the network's expected error, in its offset unit, is taken as at least this
+ALONE_FILE = "refine_alone.onnx"  # the refiner of a photo alone, in models/
 
 
 def default_paths() -> list[Path]:
@@ -127,13 +132,28 @@ def load(paths: str | Path | list[str | Path] | None = None) -> Placing | None:
     return RefinerEnsemble(found)
 
 
-def refine_bases(tokens: list[Token], pair: PhotoPair, refiner: Placing | None) -> list[Token]:
+def alone_path() -> Path:
+    """data/detect.yaml refine_alone.path, else the shipped models/refine_alone.onnx."""
+    return configured_path("refine_alone", ALONE_FILE)
+
+
+def load_alone(path: str | Path | None = None) -> BaseRefiner | None:
+    """The refiner of a photo alone (``alone_path`` unless given; None when it has not been trained), kept
+    for the next call."""
+    net = load_once(BaseRefiner, Path(path) if path is not None else alone_path())
+    if net is not None and net.sees_empty_frame:
+        raise KnockcamError(f"the base refiner {net.path} needs an empty-board frame: the refiner of a photo alone "
+                            "is trained with 'knockcam train --refine-alone'")
+    return net
+
+
+def refine_bases(tokens: list[Token], pair: PhotoPair, refiner: Placing | None, section: str = "refine") -> list[Token]:
     """``tokens`` with each base moved to where the network places it and its ``sigma_mm`` the network's,
-    but at least ``keep_detector_sigma`` of the detectors' (data/detect.yaml refine); those it would
-    move too far are left as they were."""
+    but at least ``keep_detector_sigma`` of the detectors' (data/detect.yaml SECTION: ``refine``, or
+    ``refine_alone`` for the refiner of a photo alone); those it would move too far are left as they were."""
     if refiner is None or not tokens:
         return list(tokens)
-    cfg = settings.load("detect")["refine"]
+    cfg = settings.load("detect")[section]
     limit, keep = float(cfg["max_move_mm"]), float(cfg["keep_detector_sigma"])
     xy = np.array([t.xy_mm for t in tokens], np.float64)
     moved, distance, expected = refiner.placed(pair.network_input(xy, refiner.geometry), xy, pair.calibration)

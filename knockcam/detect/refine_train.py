@@ -10,6 +10,10 @@ from its expected error to a token's sigma (assign's convention: ambiguity.sigma
 percentile of the error), which it stores in the network's metadata.
 Recipe: data/detect.yaml ``refine.train``; each of its ``members`` (models/refine.onnx,
 models/refine_2.onnx: asked together at run time) is that recipe on its own renders and initialisation.
+
+``knockcam train --refine-alone`` (``train_alone``) trains the refiner of a photo alone
+(models/refine_alone.onnx) the same way on photos rendered without their empty frames: the photo's
+patch at the learned model's candidates (``photo_examples``). Recipe: data/detect.yaml ``refine_alone.train``.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.patch import around, directions
+from knockcam.detect.refine import ALONE_FILE
 from knockcam.detect.patch_train import (candidates_in_render, describe, export, fit, gather, need_torch,
                                          network_batches, plan)
 from knockcam.errors import KnockcamError
@@ -30,13 +35,36 @@ from knockcam.errors import KnockcamError
 def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
     """One render's (patches: photo and empty frame side by side, lean, (N, 2) offsets of the true base
     in mm ahead and right of each candidate) for the candidates near a standing, visible token."""
+    image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
+    return _near_standing([image, reference], calibration, board, candidates, truth, geometry, "refine")
+
+
+def photo_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
+    """As ``scene_examples`` for the refiner of a photo alone (no empty-board frame): the photo's patches
+    at the model's candidates (down to ``model.support_conf``, so that each token is met a few mm apart)."""
+    import cv2
+
+    from knockcam.bench import true_tokens
+    from knockcam.synth.scene import make_photo
+
+    jpeg, truth, rendered = make_photo(board, seed, 0, cfg)
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    calibration = rendered.spec.calibration(board)
+    candidates = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf))
+    return _near_standing([image], calibration, board, candidates, true_tokens(truth, board), geometry,
+                          "refine_alone")
+
+
+def _near_standing(frames: list[np.ndarray], calibration, board: Board, candidates, truth, geometry: dict,
+                   section: str) -> tuple[np.ndarray, ...]:
+    """(patches of ``frames`` side by side, lean, offsets of the true base) for the ``candidates`` within
+    SECTION.train.near_mm of a standing true token at least min_visible in view."""
     from knockcam.detect.reference import viewpoint
 
-    recipe = settings.load("detect")["refine"]["train"]
-    image, reference, calibration, candidates, truth = candidates_in_render(board, seed, cfg, model)
+    recipe = settings.load("detect")[section]["train"]
     standing = [t for t in truth if not t.fallen and t.visible >= float(recipe["min_visible"])]
     size = int(geometry["size_px"])
-    none = np.zeros((0, size, size, 6), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
+    none = np.zeros((0, size, size, 3 * len(frames)), np.uint8), np.zeros(0), np.zeros((0, 2), np.float32)
     if not candidates or not standing:
         return none
     xy = np.array([t.xy_mm for t in candidates], np.float64)
@@ -50,11 +78,11 @@ def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) ->
     xy, to_base = xy[keep], gap[np.where(keep)[0], owner[keep]]
     away, across = directions(xy, viewpoint(calibration).nadir_mm)
     offsets = np.stack([np.sum(to_base * away, axis=1), np.sum(to_base * across, axis=1)], axis=1)
-    cut, lean = around([image, reference], calibration, board, xy, geometry)
+    cut, lean = around(frames, calibration, board, xy, geometry)
     return cut, lean, offsets.astype(np.float32)
 
 
-def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray) -> dict:
+def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray, section: str = "refine") -> dict:
     """The exported refiner (onnxruntime, as at run time) on held-out candidates: the base error (mm)
     before and after, and ``sigma_per_scale``, the factor that makes ambiguity.sigmas times a token's
     sigma the 90th percentile of the error left."""
@@ -69,7 +97,7 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray) 
     sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
     per_scale = float(np.percentile(after / expected, 90) / sigmas)
     sigma = per_scale * expected
-    limit = float(settings.load("detect")["refine"]["max_move_mm"])
+    limit = float(settings.load("detect")[section]["max_move_mm"])
     return {"candidates": int(len(offsets)),
             "error_mm_before": spread(before), "error_mm_after": spread(after),
             "sigma_per_scale": round(per_scale, 4),
@@ -94,24 +122,38 @@ def train(board: Board, out: Path, scenes: int | None = None, val_scenes: int | 
     recipes = members()
     if not 1 <= member <= len(recipes):
         raise KnockcamError(f"--member must be 1..{len(recipes)} (detect.yaml refine.train.members), not {member}")
+    chosen = recipes[member - 1]
+    result = _train("refine", scene_examples, str(chosen["file"]), {k: v for k, v in chosen.items() if k != "file"},
+                    board, out, scenes, val_scenes, epochs, workers, log, "with empty-board frames")
+    result.update(member=member)
+    return result
+
+
+def train_alone(board: Board, out: Path, scenes: int | None = None, val_scenes: int | None = None,
+                epochs: int | None = None, workers: int = 2, log: Callable[[str], None] = print) -> dict:
+    """Render, train the refiner of a photo alone (detect.yaml refine_alone.train), export it to
+    OUT/refine_alone.onnx, measure it on held-out renders and store its sigma factor."""
+    return _train("refine_alone", photo_examples, ALONE_FILE, None, board, out, scenes, val_scenes, epochs,
+                  workers, log, "without empty-board frames")
+
+
+def _train(section: str, examples, file: str, member: dict | None, board: Board, out: Path, scenes, val_scenes,
+           epochs, workers: int, log: Callable[[str], None], frames: str) -> dict:
     need_torch()
     from knockcam.synth.scene import config
 
-    chosen = recipes[member - 1]
-    recipe, geometry, seeds, val_seeds = plan("refine", scenes, val_scenes, epochs,
-                                              {k: v for k, v in chosen.items() if k != "file"})
-    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}) and running both detectors")
-    cut, lean, offsets = gather(scene_examples, board, seeds, config(), geometry, workers)
+    recipe, geometry, seeds, val_seeds = plan(section, scenes, val_scenes, epochs, member)
+    log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}, {frames}) and running the detectors")
+    cut, lean, offsets = gather(examples, board, seeds, config(), geometry, workers)
     log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
-    cut_v, lean_v, offsets_v = gather(scene_examples, board, val_seeds, config(), geometry, workers)
+    cut_v, lean_v, offsets_v = gather(examples, board, val_seeds, config(), geometry, workers)
     log(f"{len(cut)} training candidates near a standing token, base error median "
         f"{np.median(np.hypot(*offsets.T)):.2f} mm")
     scale = {"scale_mm": float(recipe["offset_scale_mm"]), "mm_per_px": float(geometry["mm_per_px"])}
     net = fit(cut, lean, offsets, recipe, log=log, offsets=scale)
-    path = export(net, geometry, Path(out) / str(chosen["file"]), channels=cut.shape[-1] + 1)
+    path = export(net, geometry, Path(out) / file, channels=cut.shape[-1] + 1)
     describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": 1.0})
-    result = measure(path, cut_v, lean_v, offsets_v)
+    result = measure(path, cut_v, lean_v, offsets_v, section)
     describe(path, "refine", {"scale_mm": scale["scale_mm"], "sigma_per_scale": result["sigma_per_scale"]})
-    result.update(model=str(path), member=member, scenes=len(seeds), val_scenes=len(val_seeds),
-                  epochs=int(recipe["epochs"]))
+    result.update(model=str(path), scenes=len(seeds), val_scenes=len(val_seeds), epochs=int(recipe["epochs"]))
     return result

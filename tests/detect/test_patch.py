@@ -94,6 +94,20 @@ def test_a_photo_pair_cuts_each_base_once_and_answers_as_a_fresh_cut_does(monkey
     assert pair.network_input([], GEOMETRY).shape == (0, 7, 64, 64)
 
 
+def test_a_photo_alone_gives_the_photos_channels_and_the_lean_as_a_pair_does_without_the_empty_frame():
+    from knockcam.board import load_board
+
+    image, cal = scene("oblique_60")
+    board = load_board()
+    xy = [[200.0, 400.0], [100.0, 700.0]]
+    alone = patch.PhotoPair(image, None, cal, board)
+    pair = patch.PhotoPair(image, 255 - image, cal, board)
+    assert alone.network_input(xy, GEOMETRY).shape == (2, 4, 64, 64)
+    assert np.array_equal(alone.network_input(xy, GEOMETRY), pair.photo_and_lean(xy, GEOMETRY))
+    assert np.array_equal(alone.photo_and_lean(xy, GEOMETRY), alone.network_input(xy, GEOMETRY))
+    assert alone.network_input([], GEOMETRY).shape == (0, 4, 64, 64)
+
+
 def test_a_file_that_is_no_network_is_a_clear_error_naming_the_remedy(tmp_path):
     class Example(patch.PatchClassifier):
         what = "the example network"

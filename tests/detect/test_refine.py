@@ -71,6 +71,57 @@ def test_a_base_the_network_would_move_too_far_stays_where_it_was():
     assert out == tokens
 
 
+class ToldAlone(Told):
+    """As Told, for a photo alone: the network sees the photo's patch and the lean only."""
+
+    def offsets(self, x):
+        assert len(x) == len(self.answers) and x.shape[1] == 4
+        return self.answers[:, :2], self.answers[:, 2:]
+
+
+def test_a_photo_alone_is_refined_on_its_own_patch_by_its_own_settings(monkeypatch):
+    image, _, cal, _ = scene("oblique_60")
+    xy = (200.0, 500.0)
+    tokens = [Token("red", xy, 0.9, sigma_mm=2.0)]
+    out = refine.refine_bases(tokens, PhotoPair(image, None, cal, BOARD), ToldAlone([[3.0, 0.0, 0.4]]), "refine_alone")
+    away, _ = directions([xy], viewpoint(cal).nadir_mm)
+    assert np.allclose(out[0].xy_mm, np.array(xy) + 3.0 * away[0])
+    assert out[0].sigma_mm == max(0.4, load("detect")["refine_alone"]["keep_detector_sigma"] * 2.0)
+    real = load("detect")
+    monkeypatch.setattr(refine.settings, "load", lambda name: {**real, "refine_alone": {
+        **real["refine_alone"], "max_move_mm": 2.0}} if name == "detect" else load(name))
+    assert refine.refine_bases(tokens, PhotoPair(image, None, cal, BOARD), ToldAlone([[3.0, 0.0, 0.4]]),
+                               "refine_alone") == tokens  # its own max_move_mm, not refine's
+
+
+def test_the_refiner_of_a_photo_alone_is_not_one_that_needs_the_empty_frame(tmp_path):
+    with pytest.raises(KnockcamError, match="needs an empty-board frame.*knockcam train --refine-alone"):
+        refine.load_alone(MODELS / "refine.onnx")
+    assert refine.load_alone(tmp_path / "not_trained.onnx") is None
+
+
+def test_the_model_alone_has_its_bases_placed_again_by_the_refiner_of_a_photo_alone(monkeypatch):
+    """detect() with no empty-board frame: the model's tokens go through load_alone()'s refiner."""
+    from knockcam.detect import detect, fallen
+
+    image, _, cal, _ = scene("oblique_60")
+    monkeypatch.setattr(fallen, "load", lambda: None)
+    monkeypatch.setattr(fallen, "load_placer", lambda: None)
+
+    class Model:  # plays TokenModel: returns its tokens whatever the photo
+        conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01
+
+        def detect(self, image, calibration, board, conf=None):
+            return [Token("red", (200.0, 500.0), 0.9, sigma_mm=2.0), Token("blue", (120.0, 350.0), 0.4, sigma_mm=3.0)]
+
+    monkeypatch.setattr(refine, "load_alone", lambda: ToldAlone([[3.0, 0.0, 0.4], [0.0, -2.0, 3.0]]))
+    found = detect(image, cal, BOARD, reference=None, model=Model()).tokens
+    away, across = directions([(200.0, 500.0), (120.0, 350.0)], viewpoint(cal).nadir_mm)
+    assert np.allclose(found[0].xy_mm, np.array((200.0, 500.0)) + 3.0 * away[0])
+    assert np.allclose(found[1].xy_mm, np.array((120.0, 350.0)) - 2.0 * across[1])
+    assert [t.unsure for t in found] == [False, True]  # the model-alone bar still applies
+
+
 def test_a_network_that_does_not_say_its_scale_is_refused():
     with pytest.raises(KnockcamError, match="offset scale.*knockcam train --refine"):
         refine.BaseRefiner(MODELS / "verify.onnx")
@@ -130,7 +181,12 @@ def test_the_shipped_network_brings_bases_placed_off_nearer_to_where_they_are():
         _brings_bases_nearer(refine.load(paths))
 
 
-def _brings_bases_nearer(refiner):
+def test_the_shipped_refiner_of_a_photo_alone_brings_bases_placed_off_nearer():
+    """As above, the photo alone (no empty-board frame) and its own network."""
+    _brings_bases_nearer(refine.load_alone(), empty_frame=False)
+
+
+def _brings_bases_nearer(refiner, empty_frame: bool = True):
     assert refiner is not None, "the base refiners are shipped"
     after, sigma = [], []
     for name in ("all_16_tokens", "oblique_60"):
@@ -139,7 +195,8 @@ def _brings_bases_nearer(refiner):
         for angle in np.arange(8) * np.pi / 4:
             off = 2.0 * np.array([np.cos(angle), np.sin(angle)])
             tokens = [Token("red", tuple(b + off), 0.9, sigma_mm=0.2) for b in bases]
-            out = refine.refine_bases(tokens, PhotoPair(image, reference, cal, BOARD), refiner)
+            pair = PhotoPair(image, reference if empty_frame else None, cal, BOARD)
+            out = refine.refine_bases(tokens, pair, refiner, "refine" if empty_frame else "refine_alone")
             after += [float(np.hypot(*(np.array(t.xy_mm) - b))) for t, b in zip(out, bases)]
             sigma += [t.sigma_mm for t in out]
     assert len(after) >= 120

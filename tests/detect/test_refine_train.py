@@ -6,7 +6,7 @@ import pytest
 from knockcam.board import load_board
 from knockcam.detect import load_model
 from knockcam.detect.patch_train import candidates_in_render
-from knockcam.detect.refine_train import scene_examples
+from knockcam.detect.refine_train import photo_examples, scene_examples
 from knockcam.settings import load
 from knockcam.synth.scene import config
 
@@ -35,3 +35,13 @@ def test_each_candidate_learns_where_the_base_of_the_standing_token_beside_it_is
     bases = xy[near] + offsets[:, :1] * away + offsets[:, 1:] * across
     assert np.allclose(np.min(np.hypot(*(bases[:, None, :] - standing[None, :, :]).transpose(2, 0, 1)), axis=1), 0.0,
                        atol=1e-3)
+
+
+@needs_model
+def test_the_refiner_of_a_photo_alone_learns_on_the_photos_patch_at_the_models_candidates():
+    recipe = load("detect")["refine_alone"]["train"]
+    cut, lean, offsets = photo_examples(BOARD, 310_011, config(), GEOMETRY, load_model())
+    assert cut.shape[1:] == (64, 64, 3) and cut.dtype == np.uint8  # the photo only: no empty frame
+    assert len(cut) == len(lean) == len(offsets) >= 4
+    distance = np.hypot(offsets[:, 0], offsets[:, 1])
+    assert np.all(distance <= recipe["near_mm"]) and np.median(distance) < 3.0
