@@ -139,6 +139,8 @@ def train_alone(board: Board, out: Path, scenes: int | None = None, val_scenes: 
 
 def _train(section: str, examples, file: str, member: dict | None, board: Board, out: Path, scenes, val_scenes,
            epochs, workers: int, log: Callable[[str], None], frames: str) -> dict:
+    """Render SECTION.train's scenes, learn from ``examples`` of them, export to OUT/``file`` and measure
+    on the held-out renders (``member``: one of refine.train.members' entries over the recipe)."""
     need_torch()
     from knockcam.synth.scene import config
 
