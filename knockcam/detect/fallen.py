@@ -35,7 +35,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.combine import near
-from knockcam.detect.patch import PatchClassifier, PhotoPair, around, configured_path, load_once, network_input
+from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
 from knockcam.detect.refine import BaseRefiner
 from knockcam.detect.tokens import Token, seen_by
 from knockcam.errors import KnockcamError
@@ -44,11 +44,6 @@ from knockcam.errors import KnockcamError
 def default_path() -> Path:
     """data/detect.yaml fallen.path, else the shipped models/fallen.onnx."""
     return configured_path("fallen", "fallen.onnx")
-
-
-def sample(image: np.ndarray, calibration: Calibration, board: Board, xy_mm, geometry: dict) -> np.ndarray:
-    """The network's input for tokens at ``xy_mm`` in ``image``."""
-    return network_input(*around(image, calibration, board, xy_mm, geometry))
 
 
 class FallenClassifier(PatchClassifier):
@@ -82,15 +77,14 @@ class FallenPairClassifier(FallenClassifier):
 def _input(xy_mm, image: np.ndarray, calibration: Calibration, board: Board, net: PatchClassifier,
            pair: PhotoPair | None) -> np.ndarray:
     """``net``'s input at ``xy_mm``: the photo's and the empty frame's patches and the lean for a network
-    that sees the empty frame (which needs ``pair``); else the photo's patch and the lean, from ``pair``'s
-    kept patches when there is one (the last look cuts the same), else cut from ``image``."""
+    that sees the empty frame (which needs ``pair`` with its empty frame); else the photo's patch and the
+    lean, from ``pair``'s kept patches when there is one (the last look cuts the same), else cut from ``image``."""
+    pair = pair if pair is not None else PhotoPair(image, None, calibration, board)
     if net.sees_empty_frame:
-        if pair is None or pair.reference is None:
+        if pair.reference is None:
             raise KnockcamError(f"{net.what} {net.path} needs the empty-board frame")
         return pair.network_input(xy_mm, net.geometry)
-    if pair is not None:
-        return pair.photo_and_lean(xy_mm, net.geometry)
-    return sample(image, calibration, board, xy_mm, net.geometry)
+    return pair.photo_and_lean(xy_mm, net.geometry)
 
 
 def load(path: str | Path | None = None) -> FallenClassifier | None:

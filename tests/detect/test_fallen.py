@@ -49,14 +49,14 @@ def test_a_damaged_network_file_is_a_clear_error(tmp_path, kind, flag):
 @needs_classifier
 def test_the_photo_pairs_kept_patches_give_the_same_chances_as_a_fresh_cut():
     """The last look and the fallen network share the photo's patches (PhotoPair): same input, same marks."""
-    from knockcam.detect.patch import PhotoPair
+    from knockcam.detect.patch import PhotoPair, around, network_input
 
     image, cal, truth = scene("off_board_and_fallen")
     classifier = fallen.load()
     xy = [tuple(t["xy_mm"]) for t in truth["tokens"]]
     pair = PhotoPair(image, cv2.imread(str(SCENES / "off_board_and_fallen_ref.jpg")), cal, BOARD)
     kept = pair.network_input(xy, classifier.geometry)[:, PhotoPair.PHOTO_AND_LEAN]
-    fresh = fallen.sample(image, cal, BOARD, xy, classifier.geometry)
+    fresh = network_input(*around(image, cal, BOARD, xy, classifier.geometry))
     assert np.array_equal(kept, fresh)
     tokens = [Token("red", p, 0.9) for p in xy]
     assert fallen.mark_fallen(tokens, image, cal, BOARD, classifier, pair) == \
