@@ -48,7 +48,8 @@ def run(args: argparse.Namespace) -> int:
     refiners = [("base refiner" + (f" {n}" if n > 1 else ""), path) for n, path in enumerate(refine.default_paths(), 1)]
     for what, path in (("fallen-token classifier", fallen.default_path()),
                        ("fallen-token classifier for photo pairs", fallen.pair_path()),
-                       ("token verifier", verify.default_path()), *refiners,
+                       ("token verifier", verify.default_path()),
+                       ("token verifier of a photo alone", verify.alone_path()), *refiners,
                        ("base refiner of a photo alone", refine.alone_path()),
                        ("fallen-token placer", fallen.placer_path()),
                        ("fallen-token placer for photo pairs", fallen.pair_placer_path())):

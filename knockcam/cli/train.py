@@ -1,6 +1,7 @@
 """``knockcam train``: train the token model on a synthetic canonical dataset and export models/tokens.onnx;
 with ``--fallen``, the fallen-token classifier (models/fallen.onnx), with ``--fallen-pair`` the one for photo
-pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/verify.onnx), with ``--refine``
+pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/verify.onnx; with ``--verify-alone``
+the one for a photo alone, models/verify_alone.onnx), with ``--refine``
 the base refiners (models/refine.onnx, models/refine_2.onnx), with ``--refine-alone`` the one for a photo
 alone (models/refine_alone.onnx), with ``--fallen-base`` where a lying token's base is
 (models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), each on renders
@@ -63,6 +64,9 @@ def register(subparsers) -> None:
     parser.add_argument("--refine-alone", action="store_true",
                         help="train the base refiner of a photo alone (no empty-board frame) instead: renders photos, "
                              "exports OUT/refine_alone.onnx (recipe: detect.yaml refine_alone.train)")
+    parser.add_argument("--verify-alone", action="store_true",
+                        help="train the token verifier of a photo alone (no empty-board frame) instead: renders photos, "
+                             "exports OUT/verify_alone.onnx (recipe: detect.yaml verify_alone.train)")
     parser.add_argument("--fallen-pair", action="store_true",
                         help="train the fallen-token classifier for photo pairs instead: renders its own scenes "
                              "with empty-board frames, learns on both detectors' candidates, exports "
@@ -75,9 +79,8 @@ def register(subparsers) -> None:
                         help="train the fallen-token placer for photo pairs instead: as --fallen-base, with the "
                              "empty frame's patches too; exports OUT/fallen_base_pair.onnx")
     parser.add_argument("--scenes", type=int, default=None,
-                        help="with --fallen, --fallen-pair, --verify, --refine, --refine-alone, --fallen-base or "
-                             "--fallen-base-pair: training renders "
-                             "(default: the recipe's train.scenes)")
+                        help="with --fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, "
+                             "--fallen-base or --fallen-base-pair: training renders (default: the recipe's train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 
@@ -93,18 +96,17 @@ def run(args) -> int:
         raise KnockcamError("--weights starts a new run and --resume continues one: give one of them")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if (args.fallen + args.fallen_pair + args.verify + args.refine + args.refine_alone + args.fallen_base
-            + args.fallen_base_pair > 1):
-        raise KnockcamError("--fallen, --fallen-pair, --verify, --refine, --refine-alone, --fallen-base and "
-                            "--fallen-base-pair train "
-                            "different networks: give one of them")
+    if (args.fallen + args.fallen_pair + args.verify + args.verify_alone + args.refine + args.refine_alone
+            + args.fallen_base + args.fallen_base_pair > 1):
+        raise KnockcamError("--fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, --fallen-base "
+                            "and --fallen-base-pair train different networks: give one of them")
     if args.member is not None and not args.refine:
         raise KnockcamError("--member chooses one of the base refiners: give it with --refine")
     if args.fallen or args.fallen_pair:
         return _train_fallen(args)
     if args.fallen_base or args.fallen_base_pair:
         return _train_fallen_base(args)
-    if args.verify:
+    if args.verify or args.verify_alone:
         return _train_verify(args)
     if args.refine:
         return _train_refine(args)
@@ -173,9 +175,9 @@ def _train_fallen_base(args) -> int:
 
 
 def _train_verify(args) -> int:
-    from knockcam.detect.verify_train import train
+    from knockcam.detect.verify_train import train, train_alone
 
-    return _train_patch_network(args, train, lambda r: (
+    return _train_patch_network(args, train_alone if args.verify_alone else train, lambda r: (
         f"held out ({r['val_scenes']} renders, {r['candidates']} candidates: {r['real']} tokens, {r['none']} "
         f"none): weak candidates kept {r['weak_real_kept']}/{r['weak_real']} real, {r['weak_none_kept']}/"
         f"{r['weak_none']} none; others dropped {r['strong_real_dropped']}/{r['strong_real']} real, "

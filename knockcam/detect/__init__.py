@@ -5,7 +5,7 @@
 (knockcam.detect.reference) -- and combines them (knockcam.detect.combine), then looks again
 at every token, at the model's weak candidates and beside every token, where one touching it may
 hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine; a
-photo alone by its own refiner);
+photo alone by its own verifier and refiner, which see the photo only);
 each token's uncertainty then includes the calibration's error (``with_calibration_error``). With
 the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
 a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen; with the
@@ -82,8 +82,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     # with the empty frame (onnxruntime and OpenCV release the GIL), so the 2 cores share the work.
     with ThreadPoolExecutor(max_workers=1) as pool:
         if learned is not None:
-            # with a reference frame, the model's weak candidates too: they vouch for reference-only blobs
-            floor = min(learned.support_conf, learned.conf) if reference is not None else learned.conf
+            # the model's weak candidates too: they vouch for reference-only blobs, or the verifier looks at them
+            floor = min(learned.support_conf, learned.conf)
             candidates = pool.submit(learned.detect, image, calibration, board, conf=floor)
         if reference is not None:
             from knockcam.detect.reference import look
@@ -93,18 +93,20 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         if learned is not None:
             proposed = candidates.result()
             found_model = [t for t in proposed if t.confidence >= learned.conf]
-            # weak candidates only vouch for reference blobs: none found, none needed
-            weak = [t for t in proposed if t.confidence < learned.conf] if found_ref else []
+            # with the empty frame, weak candidates only vouch for reference blobs: none found, none needed
+            weak = [t for t in proposed if t.confidence < learned.conf] if found_ref or reference is None else []
     if found_model is None and found_ref is None:
         raise KnockcamError("no token detector available: the learned model is missing (train it with "
                             "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
     if found_ref is None:  # the model alone: no second detector can confirm a middling score
         from knockcam.detect.patch import PhotoPair
         from knockcam.detect.refine import load_alone, refine_bases
+        from knockcam.detect.verify import alone_look, load_alone as load_verifier_alone
 
-        photo = PhotoPair(image, None, calibration, board)  # the refiner and the fallen networks share its patches
-        found = refine_bases([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
-                              for t in found_model], photo, load_alone(), "refine_alone")
+        photo = PhotoPair(image, None, calibration, board)  # the refiner, verifier and fallen networks share its patches
+        found = alone_look([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
+                            for t in found_model], weak, photo, load_verifier_alone())
+        found = refine_bases(found, photo, load_alone(), "refine_alone")
         found = mark_fallen(found, image, calibration, board, load_fallen(), photo)
         found = place_fallen(found, image, calibration, board, load_placer(), photo)
     elif found_model is None:  # the empty-board frame alone

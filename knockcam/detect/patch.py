@@ -176,3 +176,13 @@ def load_once(kind: type, path: Path):
     if key not in _LOADED:
         _LOADED[key] = kind(path)
     return _LOADED[key]
+
+
+def load_photo_alone(kind: type, path: Path, train_flag: str):
+    """``load_once`` for a network of a photo alone (no empty-board frame): one trained on photo pairs is
+    refused, saying which ``knockcam train`` flag trains the right one."""
+    net = load_once(kind, path)
+    if net is not None and net.sees_empty_frame:
+        raise KnockcamError(f"{net.what} {net.path} needs an empty-board frame: {net.what} of a photo alone is "
+                            f"trained with 'knockcam train {train_flag}'")
+    return net

@@ -33,7 +33,8 @@ from pathlib import Path
 import numpy as np
 
 from knockcam import settings
-from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, directions, load_once
+from knockcam.detect.patch import (PatchClassifier, PhotoPair, configured_path, directions, load_once,
+                                   load_photo_alone)
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
 
@@ -140,11 +141,7 @@ def alone_path() -> Path:
 def load_alone(path: str | Path | None = None) -> BaseRefiner | None:
     """The refiner of a photo alone (``alone_path`` unless given; None when it has not been trained), kept
     for the next call."""
-    net = load_once(BaseRefiner, Path(path) if path is not None else alone_path())
-    if net is not None and net.sees_empty_frame:
-        raise KnockcamError(f"the base refiner {net.path} needs an empty-board frame: the refiner of a photo alone "
-                            "is trained with 'knockcam train --refine-alone'")
-    return net
+    return load_photo_alone(BaseRefiner, Path(path) if path is not None else alone_path(), "--refine-alone")
 
 
 def refine_bases(tokens: list[Token], pair: PhotoPair, refiner: Placing | None, section: str = "refine") -> list[Token]:

@@ -27,8 +27,8 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.patch import around, directions
 from knockcam.detect.refine import ALONE_FILE
-from knockcam.detect.patch_train import (candidates_in_render, describe, export, fit, gather, need_torch,
-                                         network_batches, plan)
+from knockcam.detect.patch_train import (candidates_in_photo, candidates_in_render, describe, export, fit, gather,
+                                         need_torch, network_batches, plan)
 from knockcam.errors import KnockcamError
 
 
@@ -42,17 +42,8 @@ def scene_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) ->
 def photo_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
     """As ``scene_examples`` for the refiner of a photo alone (no empty-board frame): the photo's patches
     at the model's candidates (down to ``model.support_conf``, so that each token is met a few mm apart)."""
-    import cv2
-
-    from knockcam.bench import true_tokens
-    from knockcam.synth.scene import make_photo
-
-    jpeg, truth, rendered = make_photo(board, seed, 0, cfg)
-    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-    calibration = rendered.spec.calibration(board)
-    candidates = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf))
-    return _near_standing([image], calibration, board, candidates, true_tokens(truth, board), geometry,
-                          "refine_alone")
+    image, calibration, candidates, truth = candidates_in_photo(board, seed, cfg, model)
+    return _near_standing([image], calibration, board, candidates, truth, geometry, "refine_alone")
 
 
 def _near_standing(frames: list[np.ndarray], calibration, board: Board, candidates, truth, geometry: dict,

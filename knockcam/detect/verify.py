@@ -39,7 +39,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.combine import near
-from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once
+from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once, load_photo_alone
 from knockcam.detect.tokens import BOTH, HiddenArea, Token, near_hidden, seen_by
 from knockcam.sides import SIDES
 
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
 
 NONE = len(SIDES)  # the network's last class: no token here
 ONE_DETECTOR = ("model_only", "reference_only")  # knockcam.detect.combine: the detectors disagree about it
+ALONE_FILE = "verify_alone.onnx"  # the verifier of a photo alone, in models/
 
 
 def default_path() -> Path:
@@ -79,6 +80,74 @@ def load(path: str | Path | None = None) -> TokenVerifier | None:
     return load_once(TokenVerifier, Path(path) if path is not None else default_path())
 
 
+def alone_path() -> Path:
+    """data/detect.yaml verify_alone.path, else the shipped models/verify_alone.onnx."""
+    return configured_path("verify_alone", ALONE_FILE)
+
+
+def load_alone(path: str | Path | None = None) -> TokenVerifier | None:
+    """The verifier of a photo alone (``alone_path`` unless given; None when it has not been trained), kept
+    for the next call."""
+    return load_photo_alone(TokenVerifier, Path(path) if path is not None else alone_path(), "--verify-alone")
+
+
+def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
+               verifier: TokenVerifier | None) -> list[Token]:
+    """The learned model's ``tokens`` in a photo alone (no empty-board frame) looked at again by the verifier
+    of a photo alone (data/detect.yaml verify_alone), where the model put them (where it learnt):
+
+    - a token it doubts (under ``drop_below``) is looked for around there (``around``): moved, flagged
+      ``unsure``, to where the verifier is sure of a token, else dropped (a phantom: a printed "?", a card);
+    - a token it is sure is of another side takes that side, flagged (source ``conflict``);
+    - a token the model scored weakly (``unsure``) that it vouches for in its colour is no longer left
+      to a human for that;
+    - the model's lone weak candidates (``weak``, under ``model.conf``) it is sure of are added, flagged
+      ``unsure``."""
+    if verifier is None:
+        return list(tokens)
+    cfg = settings.load("detect")["verify_alone"]
+    apart = float(cfg["apart_mm"])
+    looked, p, present, likeliest = _asked(tokens, weak, photo, verifier, apart)
+    out: list[Token] = []
+    for k, t in enumerate(tokens):
+        if present[k] < float(cfg["drop_below"]):
+            # a doubted token may be a real one the model placed a little off: looked for around it
+            t = _look_around(t, photo, verifier, cfg["around"])
+            if t is not None and not near(t.xy_mm, [u.xy_mm for j, u in enumerate(tokens) if j != k], apart):
+                out.append(t)
+            continue
+        side = SIDES[int(likeliest[k])]
+        if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):
+            t = replace(t, side=side, source="conflict")
+        elif t.unsure and p[k, SIDES.index(t.side)] >= float(cfg["vouch_above"]):
+            t = replace(t, unsure=False)
+        out.append(t)
+    added: list[Token] = []
+    for k in np.argsort(-present[len(tokens):], kind="stable") + len(tokens):
+        t = looked[k]
+        if present[k] < float(cfg["keep_weak_above"]) or near(t.xy_mm, [u.xy_mm for u in out + added], apart):
+            continue
+        added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), unsure=True))
+    return out + added
+
+
+def _look_around(token: Token, photo: PhotoPair, verifier: TokenVerifier, cfg: dict) -> Token | None:
+    """``token`` moved to the point around it (``directions`` at each of ``distances_mm``) where the verifier is
+    surest of a token, flagged ``unsure`` in the side it gives there, when that is at least ``found_above``;
+    else None (nothing is there)."""
+    n = int(cfg["directions"])
+    angles = np.arange(n) * (2 * np.pi / n)
+    ring = np.stack([np.cos(angles), np.sin(angles)], axis=1)
+    points = np.concatenate([np.asarray(token.xy_mm)[None, :] + float(r) * ring for r in cfg["distances_mm"]])
+    p = verifier.chances(photo, points)
+    best = int(np.argmax(1.0 - p[:, NONE]))
+    if 1.0 - p[best, NONE] < float(cfg["found_above"]):
+        return None
+    px = photo.calibration.mm_to_px(points[best:best + 1])[0]
+    return replace(token, xy_mm=(float(points[best, 0]), float(points[best, 1])), xy_px=(float(px[0]), float(px[1])),
+                   side=SIDES[int(np.argmax(p[best, :NONE]))], unsure=True)
+
+
 def second_look(tokens: list[Token], weak: list[Token], pair: PhotoPair,
                 verifier: TokenVerifier | None) -> list[Token]:
     """``tokens`` (combined) looked at again (data/detect.yaml verify): tokens the verifier rules out
@@ -90,13 +159,7 @@ def second_look(tokens: list[Token], weak: list[Token], pair: PhotoPair,
         return list(tokens)
     cfg = settings.load("detect")["verify"]
     apart = float(cfg["apart_mm"])
-    lone = [t for t in weak if not near(t.xy_mm, [u.xy_mm for u in tokens], apart)]
-    looked = list(tokens) + lone
-    if not looked:
-        return []
-    p = verifier.chances(pair, [t.xy_mm for t in looked])
-    present = 1.0 - p[:, NONE]
-    likeliest = np.argmax(p[:, :NONE], axis=1)
+    looked, p, present, likeliest = _asked(tokens, weak, pair, verifier, apart)
     out: list[Token] = []
     for k, t in enumerate(tokens):
         # a token both detectors saw (BOTH) is not dropped by the network alone
@@ -216,6 +279,16 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
             t = replace(t, side=side, source="conflict")
         out.append(t)
     return out
+
+
+def _asked(tokens: list[Token], weak: list[Token], pair: PhotoPair, verifier: TokenVerifier,
+           apart_mm: float) -> tuple[list[Token], np.ndarray, np.ndarray, np.ndarray]:
+    """What the verifier says of ``tokens`` and of the ``weak`` candidates more than ``apart_mm`` from them
+    (those after the tokens): the tokens looked at, their chances (N, 5), the chance of a token and the
+    likeliest side's index."""
+    looked = list(tokens) + [t for t in weak if not near(t.xy_mm, [u.xy_mm for u in tokens], apart_mm)]
+    p = verifier.chances(pair, [t.xy_mm for t in looked]) if looked else np.zeros((0, NONE + 1))
+    return looked, p, 1.0 - p[:, NONE], np.argmax(p[:, :NONE], axis=1)
 
 
 def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:

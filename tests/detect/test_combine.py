@@ -134,11 +134,13 @@ def test_no_detector_at_all_is_a_clear_error():
 def test_the_model_alone_leaves_a_middling_score_to_a_human(monkeypatch):
     """With no empty-board frame nothing can confirm a weak token: under model.sure_conf_alone it is unsure."""
     from knockcam.calibrate.calibration import Calibration
-    from knockcam.detect import fallen, refine
+    from knockcam.detect import fallen, refine, verify
 
-    monkeypatch.setattr(fallen, "load", lambda: None)  # no fallen classifier, placer or refiner: only the flags matter here
+    # no fallen classifier, placer, verifier or refiner: only the flags matter here
+    monkeypatch.setattr(fallen, "load", lambda: None)
     monkeypatch.setattr(fallen, "load_placer", lambda: None)
     monkeypatch.setattr(refine, "load_alone", lambda: None)
+    monkeypatch.setattr(verify, "load_alone", lambda: None)
 
     class Model:  # plays TokenModel: returns its tokens whatever the photo
         conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01

@@ -102,11 +102,12 @@ def test_the_refiner_of_a_photo_alone_is_not_one_that_needs_the_empty_frame(tmp_
 
 def test_the_model_alone_has_its_bases_placed_again_by_the_refiner_of_a_photo_alone(monkeypatch):
     """detect() with no empty-board frame: the model's tokens go through load_alone()'s refiner."""
-    from knockcam.detect import detect, fallen
+    from knockcam.detect import detect, fallen, verify
 
     image, _, cal, _ = scene("oblique_60")
     monkeypatch.setattr(fallen, "load", lambda: None)
     monkeypatch.setattr(fallen, "load_placer", lambda: None)
+    monkeypatch.setattr(verify, "load_alone", lambda: None)  # the fake tokens stand nowhere in this photo
 
     class Model:  # plays TokenModel: returns its tokens whatever the photo
         conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01

@@ -9,7 +9,7 @@ import pytest
 
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.assign import DISAGREEMENT, assign
+from knockcam.assign import DISAGREEMENT, UNSURE, assign
 from knockcam.detect import Token, verify
 from knockcam.detect.patch import PhotoPair
 from knockcam.detect.verify_train import NONE, nearest_true
@@ -20,6 +20,7 @@ BOARD = load_board()
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 GEOMETRY = {"size_px": 64, "mm_per_px": 1.25, "behind_mm": 30.0}
 CFG = load("detect")["verify"]
+ALONE = load("detect")["verify_alone"]
 
 
 def scene(name):
@@ -138,22 +139,31 @@ def test_train_verify_explains_bad_arguments(capsys):
 
 
 needs_verifier = pytest.mark.skipif(not verify.default_path().is_file(), reason="models/verify.onnx not trained yet")
+SHIPPED = [pytest.param(False, marks=needs_verifier, id="with empty frame"),
+           pytest.param(True, marks=pytest.mark.skipif(not verify.alone_path().is_file(),
+                                                    reason="models/verify_alone.onnx not trained yet"), id="photo alone")]
 
 
-@needs_verifier
+@pytest.mark.parametrize("alone", SHIPPED)
 @pytest.mark.parametrize("name", ["touching_and_lines", "all_16_tokens", "oblique_60"])
-def test_the_shipped_verifier_finds_the_fixtures_tokens_in_their_colours_and_none_on_bare_board(name):
+def test_the_shipped_verifiers_find_the_fixtures_tokens_in_their_colours_and_none_on_bare_board(name, alone):
+    """Each verifier (with the empty frame, and of a photo alone) sees the tokens in their colours where it
+    would keep them, and no token on bare board."""
     image, reference, cal = scene(name)
     truth = json.loads((SCENES / f"{name}.json").read_text())["tokens"]
     seen = [t for t in truth if t["visible"] >= 0.5 and not t["fallen"] and t["state"] != "off_board"]
     bases = np.array([t["xy_mm"] for t in truth])
     grid = np.array([[x, y] for x in range(40, 400, 60) for y in range(60, 900, 60)], np.float64)
     bare = grid[np.min(np.hypot(*(grid[:, None, :] - bases[None, :, :]).transpose(2, 0, 1)), axis=1) > 60]
-    p = verify.load().chances(PhotoPair(image, reference, cal, BOARD), [t["xy_mm"] for t in seen] + bare.tolist())
+    verifier, pair = ((verify.load_alone(), PhotoPair(image, None, cal, BOARD)) if alone
+                      else (verify.load(), PhotoPair(image, reference, cal, BOARD)))
+    p = verifier.chances(pair, [t["xy_mm"] for t in seen] + bare.tolist())
     tokens, empty = p[:len(seen)], p[len(seen):]
     sides = [("red", "yellow", "green", "blue").index(t["side"]) for t in seen]
     assert np.mean(tokens[:, :NONE].argmax(axis=1) == sides) >= 0.9
-    assert np.mean(1 - tokens[:, NONE] >= CFG["keep_weak_above"]) >= 0.9
+    # with the empty frame: a weak candidate there would be kept; alone: the model's token would not be doubted
+    kept = 1 - tokens[:, NONE] >= (ALONE["drop_below"] if alone else CFG["keep_weak_above"])
+    assert np.mean(kept) >= (0.95 if alone else 0.9)
     assert len(bare) >= 20 and np.mean(empty[:, NONE] > 0.5) >= 0.95
 
 
@@ -355,3 +365,124 @@ def test_the_shipped_verifier_finds_a_touching_token_left_out_and_adds_none_when
             out = verify.tokens_beside(tokens[:i] + tokens[i + 1:], pair, verify.load(), difference)
             again += any(t.side == tokens[i].side and np.hypot(*(np.array(t.xy_mm) - bases[i])) < 8 for t in out)
     assert again >= 6
+
+
+# A photo alone (no empty-board frame): the verifier of a photo alone looks at the learned model's tokens.
+MODELS = Path(__file__).resolve().parents[2] / "models"
+
+
+def look_alone(tokens, weak, answers):
+    return _alone(tokens, weak, Told(answers))
+
+
+def _alone(tokens, weak, verifier):
+    image, _, cal = scene("overhead")
+    return verify.alone_look(tokens, weak, PhotoPair(image, None, cal, BOARD), verifier)
+
+
+def test_the_verifier_of_a_photo_alone_is_not_one_that_needs_the_empty_frame(tmp_path):
+    with pytest.raises(KnockcamError, match="needs an empty-board frame.*knockcam train --verify-alone"):
+        verify.load_alone(MODELS / "verify.onnx")
+    assert verify.load_alone(tmp_path / "not_trained.onnx") is None
+
+
+class Around(Told):
+    """Answers by the candidate's x as Told, and finds a token at one point (SURE_GREEN there), none elsewhere."""
+
+    def __init__(self, answers, token_at=None):
+        super().__init__(answers)
+        self.token_at, self.looked = token_at, []
+
+    def chances(self, pair, xy_mm):
+        xy = np.asarray(xy_mm, np.float64)
+        if all(round(float(x)) in self.answers for x, _ in xy):
+            return super().chances(pair, xy)
+        self.looked.append(xy)
+        return np.array([SURE_GREEN if self.token_at is not None and np.hypot(*(p - self.token_at)) < 0.5
+                         else SURE_NONE for p in xy])
+
+
+def test_in_a_photo_alone_a_token_the_verifier_rules_out_and_finds_nowhere_around_goes():
+    tokens = [Token("red", (100.0, 300.0), 0.95), Token("blue", (200.0, 300.0), 0.4, unsure=True),
+              Token("green", (300.0, 300.0), 0.9)]
+    barely = [0.0, 0.0, 0.0, ALONE["drop_below"] + 0.01, 0.99 - ALONE["drop_below"]]
+    verifier = Around({100: SURE_NONE, 200: barely, 300: SURE_GREEN})
+    kept = _alone(tokens, [], verifier)
+    assert [t.side for t in kept] == ["blue", "green"]
+    around = ALONE["around"]
+    assert len(verifier.looked) == 1 and len(verifier.looked[0]) == around["directions"] * len(around["distances_mm"])
+    assert np.allclose(np.hypot(*(verifier.looked[0] - (100.0, 300.0)).T).reshape(len(around["distances_mm"]), -1),
+                       np.array(around["distances_mm"], np.float64)[:, None])
+
+
+def test_in_a_photo_alone_a_doubted_token_found_beside_where_the_model_put_it_moves_there_flagged():
+    step = float(ALONE["around"]["distances_mm"][-1])
+    verifier = Around({100: SURE_NONE, 300: SURE_GREEN}, token_at=np.array([100.0 + step, 300.0]))
+    kept = _alone([Token("red", (100.0, 300.0), 0.9), Token("green", (300.0, 300.0), 0.9)], [], verifier)
+    assert [(t.side, t.unsure) for t in kept] == [("green", True), ("green", False)]
+    assert np.allclose(kept[0].xy_mm, (100.0 + step, 300.0))
+    # found where another token already is: that token, not a second one
+    verifier = Around({100: SURE_NONE, 120: SURE_GREEN}, token_at=np.array([100.0 + step, 300.0]))
+    assert [t.xy_mm for t in _alone([Token("red", (100.0, 300.0), 0.9), Token("green", (120.0, 300.0), 0.9)], [],
+                                    verifier)] == [(120.0, 300.0)]
+
+
+def test_in_a_photo_alone_the_colour_the_verifier_is_sure_of_is_given_flagged():
+    sure = [0.0, 0.0, ALONE["recolour_above"], 0.0, 1.0 - ALONE["recolour_above"]]
+    unsure = [0.0, 0.0, ALONE["recolour_above"] - 0.01, 0.0, 1.01 - ALONE["recolour_above"]]
+    kept = look_alone([Token("yellow", (100.0, 300.0), 0.9), Token("red", (200.0, 300.0), 0.9)], [],
+                      {100: sure, 200: unsure})
+    assert [(t.side, t.source) for t in kept] == [("green", "conflict"), ("red", "model")]
+    assert [DISAGREEMENT in p.flags for p in assign(kept, BOARD)] == [True, False]
+
+
+def test_in_a_photo_alone_a_weakly_scored_token_the_verifier_vouches_for_in_its_colour_is_not_left_to_a_human():
+    vouched = [ALONE["vouch_above"], 0.0, 0.0, 0.0, 1.0 - ALONE["vouch_above"]]
+    almost = [ALONE["vouch_above"] - 0.01, 0.0, 0.0, 0.0, 1.01 - ALONE["vouch_above"]]
+    tokens = [Token("red", (100.0, 300.0), 0.4, unsure=True), Token("red", (200.0, 300.0), 0.4, unsure=True)]
+    kept = look_alone(tokens, [], {100: vouched, 200: almost})
+    assert [t.unsure for t in kept] == [False, True]
+    assert [UNSURE in p.flags for p in assign(kept, BOARD)] == [False, True]
+
+
+def test_in_a_photo_alone_a_lone_weak_candidate_the_verifier_is_sure_of_is_added_flagged_in_its_colour():
+    sure = [0.0, 0.0, 0.0, ALONE["keep_weak_above"], 1.0 - ALONE["keep_weak_above"]]
+    unsure = [0.0, 0.0, 0.0, ALONE["keep_weak_above"] - 0.01, 1.01 - ALONE["keep_weak_above"]]
+    tokens = [Token("yellow", (300.0, 300.0), 0.9)]
+    weak = [Token("green", (100.0, 500.0), 0.04), Token("red", (310.0, 300.0), 0.05),  # beside a token: that token
+            Token("green", (103.0, 505.0), 0.03), Token("red", (200.0, 500.0), 0.05)]  # two at one place are one
+    kept = look_alone(tokens, weak, {300: SURE_YELLOW, 100: sure, 103: sure, 310: sure, 200: unsure})
+    assert [(t.side, t.xy_mm, t.unsure) for t in kept] == [("yellow", (300.0, 300.0), False),
+                                                          ("blue", (100.0, 500.0), True)]
+
+
+def test_detect_without_a_reference_asks_the_verifier_of_a_photo_alone(monkeypatch):
+    """detect() with no empty-board frame: the model's tokens and its weak candidates go through load_alone()'s
+    verifier, which sees the photo alone."""
+    from knockcam.detect import detect, fallen, refine
+
+    image, _, cal = scene("oblique_60")
+    monkeypatch.setattr(fallen, "load", lambda: None)
+    monkeypatch.setattr(fallen, "load_placer", lambda: None)
+    monkeypatch.setattr(refine, "load_alone", lambda: None)
+    asked = []
+
+    class Model:  # plays TokenModel: returns its candidates whatever the photo
+        conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01
+
+        def detect(self, image, calibration, board, conf=None):
+            asked.append(conf)
+            return [Token("red", (200.0, 500.0), 0.9), Token("blue", (120.0, 350.0), 0.4),
+                    Token("green", (300.0, 700.0), 0.05)]
+
+    class Looking(Around):
+        def chances(self, pair, xy_mm):
+            assert pair.reference is None
+            return super().chances(pair, xy_mm)
+
+    answers = {200: [0.99, 0.0, 0.0, 0.0, 0.01], 120: SURE_NONE, 300: SURE_GREEN}
+    monkeypatch.setattr(verify, "load_alone", lambda: Looking(answers))
+    found = detect(image, cal, BOARD, reference=None, model=Model()).tokens
+    assert asked == [0.01]  # the model's weak candidates too (model.support_conf)
+    assert [(t.side, t.xy_mm, t.unsure) for t in found] == [("red", (200.0, 500.0), False),
+                                                           ("green", (300.0, 700.0), True)]

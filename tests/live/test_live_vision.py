@@ -17,7 +17,10 @@ class FakeModel:
                 Token("blue", (250.0, 600.0), 0.15, sigma_mm=1.6, unsure=True)]
 
 
-def test_a_token_the_model_is_unsure_of_is_not_taken_for_a_slide():
+def test_a_token_the_model_is_unsure_of_is_not_taken_for_a_slide(monkeypatch):
+    from knockcam.detect import verify
+
+    monkeypatch.setattr(verify, "load_alone", lambda path=None: None)  # it would see no token on a black frame
     board = load_board()
     calibration = Calibration(method="truth", image_size=(640, 480),
                               homography=np.array([[0.5, 0.0, 100.0], [0.0, -0.4, 420.0], [0.0, 0.0, 1.0]]))
@@ -36,10 +39,11 @@ def test_a_token_only_the_model_sees_where_the_empty_frame_shows_none_is_not_tak
     # the photo is the empty-board frame itself: nothing changed, so a model token on the board is a
     # phantom (it would keep the board from ever looking clear); off the board the reference frame
     # does not look, so the model's word stands there. Without the second look, which would see no
-    # token in this noise at all (tests/detect/test_verify.py)
+    # token in this noise at all (tests/detect/test_verify.py), nor without the empty frame
     from knockcam.detect import verify
 
     monkeypatch.setattr(verify, "load", lambda path=None: None)
+    monkeypatch.setattr(verify, "load_alone", lambda path=None: None)
     board = load_board()
     calibration = Calibration(method="truth", image_size=(640, 480),
                               homography=np.array([[0.5, 0.0, 100.0], [0.0, -0.4, 420.0], [0.0, 0.0, 1.0]]))
