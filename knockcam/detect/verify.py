@@ -26,6 +26,13 @@ seen twice (its base and its top), once the fallen network has marked them, and 
 
 ``knockcam train --verify`` trains it on synthetic renders (knockcam.detect.verify_train); settings
 in data/detect.yaml ``verify``.
+
+A photo alone (no empty-board frame: a phone photo scored after the game) has its own verifier
+(models/verify_alone.onnx, ``load_alone``): the same network on the photo's patch only, trained at the
+learned model's candidates (``knockcam train --verify-alone``). ``alone_look`` uses it to drop the
+model's phantoms (after looking a few mm around each for the token the model may have placed off),
+correct colours, vouch for weakly scored tokens and keep weak candidates it is sure of; settings in
+data/detect.yaml ``verify_alone``.
 """
 
 from __future__ import annotations
