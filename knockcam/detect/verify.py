@@ -112,9 +112,8 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
       ``unsure``."""
     if verifier is None:
         return list(tokens)
-    cfg = settings.load("detect")["verify_alone"]
-    apart = float(cfg["apart_mm"])
-    looked, p, present, likeliest = _asked(tokens, weak, photo, verifier, apart)
+    cfg, looked, p = _asked("verify_alone", tokens, weak, photo, verifier)
+    apart, present, likeliest = float(cfg["apart_mm"]), 1.0 - p[:, NONE], np.argmax(p[:, :NONE], axis=1)
     out: list[Token] = []
     for k, t in enumerate(tokens):
         if present[k] < float(cfg["drop_below"]):
@@ -164,9 +163,8 @@ def second_look(tokens: list[Token], weak: list[Token], pair: PhotoPair,
     added, flagged ``unsure``."""
     if verifier is None:
         return list(tokens)
-    cfg = settings.load("detect")["verify"]
-    apart = float(cfg["apart_mm"])
-    looked, p, present, likeliest = _asked(tokens, weak, pair, verifier, apart)
+    cfg, looked, p = _asked("verify", tokens, weak, pair, verifier)
+    apart, present, likeliest = float(cfg["apart_mm"]), 1.0 - p[:, NONE], np.argmax(p[:, :NONE], axis=1)
     out: list[Token] = []
     for k, t in enumerate(tokens):
         # a token both detectors saw (BOTH) is not dropped by the network alone
@@ -288,14 +286,13 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
     return out
 
 
-def _asked(tokens: list[Token], weak: list[Token], pair: PhotoPair, verifier: TokenVerifier,
-           apart_mm: float) -> tuple[list[Token], np.ndarray, np.ndarray, np.ndarray]:
-    """What the verifier says of ``tokens`` and of the ``weak`` candidates more than ``apart_mm`` from them
-    (those after the tokens): the tokens looked at, their chances (N, 5), the chance of a token and the
-    likeliest side's index."""
-    looked = list(tokens) + [t for t in weak if not near(t.xy_mm, [u.xy_mm for u in tokens], apart_mm)]
-    p = verifier.chances(pair, [t.xy_mm for t in looked]) if looked else np.zeros((0, NONE + 1))
-    return looked, p, 1.0 - p[:, NONE], np.argmax(p[:, :NONE], axis=1)
+def _asked(section: str, tokens: list[Token], weak: list[Token], pair: PhotoPair,
+           verifier: TokenVerifier) -> tuple[dict, list[Token], np.ndarray]:
+    """data/detect.yaml SECTION, and what the verifier says of ``tokens`` and of the ``weak`` candidates more
+    than SECTION.apart_mm from them (those after the tokens): the tokens looked at and their chances (N, 5)."""
+    cfg = settings.load("detect")[section]
+    looked = list(tokens) + [t for t in weak if not near(t.xy_mm, [u.xy_mm for u in tokens], float(cfg["apart_mm"]))]
+    return cfg, looked, verifier.chances(pair, [t.xy_mm for t in looked]) if looked else np.zeros((0, NONE + 1))
 
 
 def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:
