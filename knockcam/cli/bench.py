@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
                 "'without a reference frame' needs the learned model")
     else:
         note = f"{model.path}"
-    from knockcam.detect import fallen, refine, verify
+    from knockcam.detect import cover, fallen, refine, verify
 
     refiners = [("base refiner" + (f" {n}" if n > 1 else ""), path) for n, path in enumerate(refine.default_paths(), 1)]
     for what, path in (("fallen-token classifier", fallen.default_path()),
@@ -52,7 +52,8 @@ def run(args: argparse.Namespace) -> int:
                        ("token verifier of a photo alone", verify.alone_path()), *refiners,
                        ("base refiner of a photo alone", refine.alone_path()),
                        ("fallen-token placer", fallen.placer_path()),
-                       ("fallen-token placer for photo pairs", fallen.pair_placer_path())):
+                       ("fallen-token placer for photo pairs", fallen.pair_placer_path()),
+                       ("cover network of a photo alone", cover.path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")

@@ -4,8 +4,8 @@ pairs (models/fallen_pair.onnx), with ``--verify`` the token verifier (models/ve
 the one for a photo alone, models/verify_alone.onnx), with ``--refine``
 the base refiners (models/refine.onnx, models/refine_2.onnx), with ``--refine-alone`` the one for a photo
 alone (models/refine_alone.onnx), with ``--fallen-base`` where a lying token's base is
-(models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), each on renders
-it makes itself.
+(models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), with ``--cover``
+what covers the board in a photo alone (models/cover.onnx), each on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -78,9 +78,13 @@ def register(subparsers) -> None:
     parser.add_argument("--fallen-base-pair", action="store_true",
                         help="train the fallen-token placer for photo pairs instead: as --fallen-base, with the "
                              "empty frame's patches too; exports OUT/fallen_base_pair.onnx")
+    parser.add_argument("--cover", action="store_true",
+                        help="train the network that finds what covers the board (a hand, a cup) in a photo alone "
+                             "instead: renders photos, exports OUT/cover.onnx (recipe: detect.yaml cover.train)")
     parser.add_argument("--scenes", type=int, default=None,
                         help="with --fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, "
-                             "--fallen-base or --fallen-base-pair: training renders (default: the recipe's train.scenes)")
+                             "--fallen-base, --fallen-base-pair or --cover: training renders (default: the recipe's "
+                             "train.scenes)")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     parser.set_defaults(run=run)
 
@@ -97,9 +101,9 @@ def run(args) -> int:
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
     if (args.fallen + args.fallen_pair + args.verify + args.verify_alone + args.refine + args.refine_alone
-            + args.fallen_base + args.fallen_base_pair > 1):
-        raise KnockcamError("--fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, --fallen-base "
-                            "and --fallen-base-pair train different networks: give one of them")
+            + args.fallen_base + args.fallen_base_pair + args.cover > 1):
+        raise KnockcamError("--fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, --fallen-base, "
+                            "--fallen-base-pair and --cover train different networks: give one of them")
     if args.member is not None and not args.refine:
         raise KnockcamError("--member chooses one of the base refiners: give it with --refine")
     if args.fallen or args.fallen_pair:
@@ -114,6 +118,14 @@ def run(args) -> int:
         from knockcam.detect.refine_train import train_alone
 
         return _train_patch_network(args, train_alone, _refine_held_out)
+    if args.cover:
+        from knockcam.detect.cover_train import train as train_cover
+
+        return _train_patch_network(args, train_cover, lambda r: (
+            f"held out ({r['val_scenes']} renders): {r['covered_caught']:.1%} of covered cells caught, "
+            f"{r['clear_marked']:.2%} of clear ones marked; a covered area reported in {r['reported_with_cover']} "
+            f"of {r['renders_with_cover']} renders with a hand or a cup on the board, in {r['reported_without']} of "
+            f"the {r['renders_without']} without"))
     from knockcam.detect import train as training
 
     if args.evaluate is not None:

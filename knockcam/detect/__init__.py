@@ -6,14 +6,14 @@
 at every token, at the model's weak candidates and beside every token, where one touching it may
 hide (knockcam.detect.verify), and places each base again, more precisely (knockcam.detect.refine; a
 photo alone by its own verifier and refiner, which see the photo only);
-each token's uncertainty then includes the calibration's error (``with_calibration_error``). With
-the empty frame it also reports the parts of the board something else covers (a hand, a cup), where
-a token may not be seen. Tokens lying on their side are marked (knockcam.detect.fallen; with the
-empty frame by a classifier that sees it too); a last look
-(``verify.last_look``) drops the tokens the verifier doubts where that costs least, reports a lying
-token seen twice once and corrects colours; the lying tokens are then moved to where their base is,
-the point they are stood back up on (``place_fallen``). Then ``knockcam.assign.assign(tokens, board)`` says
-where each one rests.
+each token's uncertainty then includes the calibration's error (``with_calibration_error``). It also
+reports the parts of the board something else covers (a hand, a cup), where a token may not be seen:
+by difference with the empty frame, or in a photo alone by the cover network (knockcam.detect.cover).
+Tokens lying on their side are marked (knockcam.detect.fallen; with the empty frame by a classifier
+that sees it too); a last look (``verify.last_look``) drops the tokens the verifier doubts where that
+costs least, reports a lying token seen twice once and corrects colours; the lying tokens are then
+moved to where their base is, the point they are stood back up on (``place_fallen``). Then
+``knockcam.assign.assign(tokens, board)`` says where each one rests.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def load_model(model: ModelArg = AUTO) -> "TokenModel | None":
 def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
            reference: np.ndarray | None = None, model: ModelArg = AUTO) -> Detection:
     """Tokens in a photo of the board (base centres in board mm), from every detector available,
-    and (with ``reference``) the parts of the board something else covers.
+    and the parts of the board something else covers (by difference with ``reference``, else by the
+    cover network when it is shipped).
 
     ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
@@ -90,6 +91,10 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
             seen = look(image, reference, calibration, board)
             found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
+        elif learned is not None:  # a photo alone: what covers the board is seen in the photo itself
+            from knockcam.detect.cover import hidden_in_photo, load as load_cover
+
+            hidden = hidden_in_photo(image, calibration, board, load_cover())
         if learned is not None:
             proposed = candidates.result()
             found_model = [t for t in proposed if t.confidence >= learned.conf]

@@ -95,7 +95,7 @@ def candidates_in_photo(board: Board, seed: int, cfg: dict, model):
 def plan(section: str, scenes: int | None, val_scenes: int | None, epochs: int | None,
          member: dict | None = None) -> tuple[dict, dict, range, range]:
     """detect.yaml SECTION.train's recipe (``epochs`` overriding it, and ``member``'s entries: one of the
-    recipe's ``members``), SECTION.patch's geometry, and the training and held-out seeds (``scenes`` /
+    recipe's ``members``), SECTION.patch's geometry (empty when it has none), and the training and held-out seeds (``scenes`` /
     ``val_scenes`` of them, the recipe's when None); KnockcamError unless both are training seeds
     (>= 100000) and the two ranges apart."""
     from knockcam import settings
@@ -106,7 +106,7 @@ def plan(section: str, scenes: int | None, val_scenes: int | None, epochs: int |
         recipe["epochs"] = epochs
     scenes = int(recipe["scenes"] if scenes is None else scenes)
     val_scenes = int(recipe["val_scenes"] if val_scenes is None else val_scenes)
-    geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")}
+    geometry = {k: cfg["patch"][k] for k in ("size_px", "mm_per_px", "behind_mm")} if "patch" in cfg else {}
     if "scene_seed" not in recipe:
         raise KnockcamError(f"{section}.train trains several networks (members): say which")
     first, val_first = int(recipe["scene_seed"]), int(recipe["val_scene_seed"])
@@ -154,9 +154,7 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
         outputs = 4
     net = network(patches.shape[1], colour + 1, outputs)
     batch, epochs = int(recipe["batch"]), int(recipe["epochs"])
-    opt = torch.optim.AdamW(net.parameters(), float(recipe["lr"]), weight_decay=float(recipe["weight_decay"]))
-    steps = epochs * ((len(patches) + batch - 1) // batch)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, float(recipe["lr"]), total_steps=steps)
+    opt, sched = one_cycle(net, recipe, len(patches))
     if offsets is not None:
         yt = torch.from_numpy(np.asarray(y, np.float32))
         loss_fn = _offset_loss(float(offsets["scale_mm"]))
@@ -197,6 +195,17 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
             total += loss.item() * len(idx)
         log(f"epoch {epoch + 1}/{epochs}: loss {total / len(patches):.4f} ({time.time() - t0:.0f} s)")
     return net.eval()
+
+
+def one_cycle(net, recipe: dict, examples: int):
+    """AdamW (``recipe``'s lr and weight_decay) and a one-cycle learning rate over ``recipe``'s epochs of
+    ``examples`` in batches of ``recipe``'s batch: every network knockcam trains itself learns this way."""
+    import torch
+
+    batch, epochs = int(recipe["batch"]), int(recipe["epochs"])
+    opt = torch.optim.AdamW(net.parameters(), float(recipe["lr"]), weight_decay=float(recipe["weight_decay"]))
+    steps = epochs * ((examples + batch - 1) // batch)
+    return opt, torch.optim.lr_scheduler.OneCycleLR(opt, float(recipe["lr"]), total_steps=steps)
 
 
 def shifted_offsets(y: np.ndarray, flip: np.ndarray, dy: int, dx: int, mm_per_px: float) -> np.ndarray:

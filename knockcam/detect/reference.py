@@ -28,7 +28,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.board.topdown import TopDown
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect.tokens import Detection, HiddenArea, Token
+from knockcam.detect.tokens import Detection, HiddenArea, Token, hidden_area
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
 
@@ -386,11 +386,7 @@ def hidden_areas(changed: np.ndarray, strong: np.ndarray, explained: np.ndarray,
         comp = labels == i
         if np.count_nonzero(comp & strong) < float(hcfg["min_strong_share"]) * stats[i, cv2.CC_STAT_AREA]:
             continue
-        contours, _ = cv2.findContours(comp.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
-        outline = cv2.approxPolyDP(max(contours, key=cv2.contourArea), 1.5 * s, True).reshape(-1, 2)
-        mm = view.to_mm(outline.astype(np.float64))
-        areas.append(HiddenArea(outline_mm=tuple((round(float(x), 1), round(float(y), 1)) for x, y in mm),
-                                area_mm2=round(float(area), 1)))
+        areas.append(hidden_area(comp, view))
     return tuple(areas)
 
 

@@ -57,6 +57,17 @@ class Detection:
     difference: "Difference | None" = None  # the reference detector's comparison with the empty board, if made
 
 
+def hidden_area(component: np.ndarray, view) -> HiddenArea:
+    """The HiddenArea of one connected region (a bool raster of ``view``, a TopDown), its outline simplified
+    to 1.5 raster pixels."""
+    s = view.px_per_mm
+    contours, _ = cv2.findContours(component.astype(np.uint8), cv2.RETR_EXTERNAL, cv2.CHAIN_APPROX_SIMPLE)
+    outline = cv2.approxPolyDP(max(contours, key=cv2.contourArea), 1.5 * s, True).reshape(-1, 2)
+    mm = view.to_mm(outline.astype(np.float64))
+    return HiddenArea(outline_mm=tuple((round(float(x), 1), round(float(y), 1)) for x, y in mm),
+                      area_mm2=round(float(np.count_nonzero(component)) / (s * s), 1))
+
+
 def near_hidden(xy_mm, areas: tuple[HiddenArea, ...] | list[HiddenArea], within_mm: float) -> bool:
     """Whether a board point lies in a hidden area or within ``within_mm`` of one."""
     point = (float(xy_mm[0]), float(xy_mm[1]))

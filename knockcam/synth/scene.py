@@ -137,6 +137,7 @@ class Rendered:
     image: np.ndarray
     tokens: tuple[TokenTruth, ...]
     spec: SceneSpec
+    covered: np.ndarray | None = None  # bool, photo pixels showing a hand or a cup (what covers the board)
 
     def truth(self, board: Board) -> dict:
         cam = self.spec.camera
@@ -524,8 +525,10 @@ def render(spec: SceneSpec, board: Board, static: np.ndarray | None = None, canv
                 token_polys[ident - 1] = polys
 
     # lens distortion: resample the canvas as the lens sees it
+    covered = (ids == OCCLUDER_ID).astype(np.uint8)
     if canvas.maps is not None:
         img = cv2.remap(img, canvas.maps[0], canvas.maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        covered = cv2.remap(covered, canvas.maps[0], canvas.maps[1], cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
 
     truths = []
     if compute_truth:
@@ -550,7 +553,7 @@ def render(spec: SceneSpec, board: Board, static: np.ndarray | None = None, canv
                                      visible=float(vis), fallen=tok.fallen, state=rest.state,
                                      runner_up=rest.runner_up, runner_up_share=rest.runner_up_share,
                                      z_mm=float(base3d[2]), lies_to_mm=_lies_to(tok, board)))
-    return Rendered(image=img, tokens=tuple(truths), spec=spec)
+    return Rendered(image=img, tokens=tuple(truths), spec=spec, covered=covered.astype(bool))
 
 
 OCCLUDER_ID = 255  # id-buffer value of anything that is not a token

@@ -178,9 +178,14 @@ def test_a_hand_over_a_token_hides_it():
     clear = render(spec, BOARD).tokens
     assert clear[0].visible > 0.95 and clear[1].visible > 0.95
     hand = occ.hand((230.0, 600.0), 0.0, 40.0, (120, 160, 210), (50, 50, 50))
-    hidden = render(replace(spec, occluders=(hand,)), BOARD).tokens
+    covered = render(replace(spec, occluders=(hand,)), BOARD)
+    hidden = covered.tokens
     assert hidden[0].visible < 0.3  # under the palm
     assert hidden[1].visible > 0.95  # far from it
+    # the render's mask of what covers the board: under the palm, not at the far token, nothing without the hand
+    palm, far = (np.round(t.xy_px).astype(int) for t in hidden)
+    assert covered.covered[palm[1], palm[0]] and not covered.covered[far[1], far[0]]
+    assert not render(spec, BOARD).covered.any()
 
 
 @pytest.mark.parametrize("fallen_dir", [0.0, 1.0, 2.5, 4.0])
