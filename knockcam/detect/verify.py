@@ -129,11 +129,18 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
             t = replace(t, unsure=False)
         out.append(t)
     added: list[Token] = []
+    look_weak = cfg.get("look_weak_above")
     for k in np.argsort(-present[len(tokens):], kind="stable") + len(tokens):
         t = looked[k]
-        if present[k] < float(cfg["keep_weak_above"]) or near(t.xy_mm, [u.xy_mm for u in out + added], apart):
+        if near(t.xy_mm, [u.xy_mm for u in out + added], apart):
             continue
-        added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), unsure=True))
+        if present[k] >= float(cfg["keep_weak_above"]):
+            added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), unsure=True))
+        elif look_weak is not None and present[k] >= float(look_weak):
+            # a weak candidate a little off a token the model barely saw: looked for around it too
+            t = _look_around(t, photo, verifier, cfg["around"])
+            if t is not None and not near(t.xy_mm, [u.xy_mm for u in out + added], apart):
+                added.append(t)
     return out + added
 
 

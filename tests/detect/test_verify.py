@@ -451,9 +451,25 @@ def test_in_a_photo_alone_a_lone_weak_candidate_the_verifier_is_sure_of_is_added
     tokens = [Token("yellow", (300.0, 300.0), 0.9)]
     weak = [Token("green", (100.0, 500.0), 0.04), Token("red", (310.0, 300.0), 0.05),  # beside a token: that token
             Token("green", (103.0, 505.0), 0.03), Token("red", (200.0, 500.0), 0.05)]  # two at one place are one
-    kept = look_alone(tokens, weak, {300: SURE_YELLOW, 100: sure, 103: sure, 310: sure, 200: unsure})
+    verifier = Around({300: SURE_YELLOW, 100: sure, 103: sure, 310: sure, 200: unsure})  # nothing around (200, 500)
+    kept = _alone(tokens, weak, verifier)
     assert [(t.side, t.xy_mm, t.unsure) for t in kept] == [("yellow", (300.0, 300.0), False),
                                                           ("blue", (100.0, 500.0), True)]
+    assert len(verifier.looked) == 1 and np.allclose(verifier.looked[0].mean(axis=0), (200.0, 500.0))
+
+
+def test_in_a_photo_alone_a_weak_candidate_the_verifier_half_believes_is_looked_for_around_and_kept_where_found():
+    bar = ALONE["look_weak_above"]
+    half = [0.0, 0.0, bar + 0.01, 0.0, 0.99 - bar]
+    under = [0.0, 0.0, bar - 0.01, 0.0, 1.01 - bar]
+    step = float(ALONE["around"]["distances_mm"][0])
+    weak = [Token("red", (100.0, 500.0), 0.05), Token("red", (200.0, 500.0), 0.05)]
+    verifier = Around({100: half, 200: under}, token_at=np.array([100.0, 500.0 + step]))
+    kept = _alone([], weak, verifier)
+    assert [(t.side, t.unsure) for t in kept] == [("green", True)]  # the colour it sees there, left to a human
+    assert np.allclose(kept[0].xy_mm, (100.0, 500.0 + step))
+    assert len(verifier.looked) == 1  # under the bar: not looked for
+    assert _alone([], weak[:1], Around({100: half})) == []  # found nowhere around: not kept
 
 
 def test_detect_without_a_reference_asks_the_verifier_of_a_photo_alone(monkeypatch):
