@@ -1,4 +1,4 @@
-"""``knockcam score``, ``explain`` and ``demo`` end to end on a synthetic photo with the reference-frame detector."""
+"""``knockcam score``, ``explain`` and ``demo`` end to end on synthetic photos (with the reference-frame detector, and alone)."""
 
 from __future__ import annotations
 
@@ -165,3 +165,27 @@ def test_folder_summary_says_which_photos_show_the_board_covered(tmp_path):
     (row,) = list(csv.DictReader((out / "summary.csv").open()))
     assert row["status"] == "ok" and row["hidden_areas"] == "1"
     assert row["hidden_spaces"] == ""  # the hand reaches in at the edge of the GO! end, over no space
+
+
+def test_a_photo_alone_reports_the_hand_over_the_board_and_the_spaces_under_it(tmp_path):
+    """Without an empty-board frame the cover network sees the hand: the JSON names the spaces to look at."""
+    import pytest
+
+    from knockcam.board import load_board
+    from knockcam.detect import cover, load_model
+    from knockcam.synth.scene import config, make_photo
+
+    if load_model() is None or not cover.path().is_file():
+        pytest.skip("models/tokens.onnx or models/cover.onnx not trained yet")
+    cfg = config()
+    hands = {**cfg, "occluders": {**cfg["occluders"], "hand_p": 1.0, "hand_over_token_p": 1.0, "cup_p": 0.0,
+                                  "card_p": 0.0, "banknote_p": 0.0}}
+    jpeg, truth, rendered = make_photo(load_board(), 25658, 0, hands)  # two tokens all but hidden under the hand
+    photo = tmp_path / "hand.jpg"
+    photo.write_bytes(jpeg)
+    corners = " ".join(f"{x:.1f},{y:.1f}" for x, y in truth["corners_px"])
+    result = knockcam("score", photo, "--corners", corners, "--json")
+    assert result.returncode == 0, result.stderr
+    hidden = json.loads(result.stdout)["hidden"]
+    under = {t["space"] for t in truth["tokens"] if t["visible"] < 0.15 and t["space"]}
+    assert hidden and under and under <= {s for area in hidden for s in area["spaces"]}
