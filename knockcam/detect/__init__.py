@@ -8,7 +8,8 @@ hide (knockcam.detect.verify), and places each base again, more precisely (knock
 photo alone by its own verifier and refiner, which see the photo only);
 each token's uncertainty then includes the calibration's error (``with_calibration_error``). It also
 reports the parts of the board something else covers (a hand, a cup), where a token may not be seen:
-by difference with the empty frame, or in a photo alone by the cover network (knockcam.detect.cover).
+seen by the cover network in the photo itself (knockcam.detect.cover) and, with the empty frame, by
+difference with it.
 Tokens lying on their side are marked (knockcam.detect.fallen; with the empty frame by a classifier
 that sees it too); a last look (``verify.last_look``) drops the tokens the verifier doubts where that
 costs least, reports a lying token seen twice once and corrects colours; the lying tokens are then
@@ -64,8 +65,8 @@ def load_model(model: ModelArg = AUTO) -> "TokenModel | None":
 def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
            reference: np.ndarray | None = None, model: ModelArg = AUTO) -> Detection:
     """Tokens in a photo of the board (base centres in board mm), from every detector available,
-    and the parts of the board something else covers (by difference with ``reference``, else by the
-    cover network when it is shipped).
+    and the parts of the board something else covers (seen by the cover network when it is shipped, and
+    by difference with ``reference``).
 
     ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
@@ -91,10 +92,11 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
             seen = look(image, reference, calibration, board)
             found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
-        elif learned is not None:  # a photo alone: what covers the board is seen in the photo itself
-            from knockcam.detect.cover import hidden_in_photo, load as load_cover
+        # what covers the board, seen in the photo itself: all there is in a photo alone, and with the empty
+        # frame it adds the hands and cups its difference left out
+        from knockcam.detect.cover import hidden_in_photo, load as load_cover
 
-            hidden = hidden_in_photo(image, calibration, board, load_cover())
+        hidden = tuple(hidden) + hidden_in_photo(image, calibration, board, load_cover())
         if learned is not None:
             proposed = candidates.result()
             found_model = [t for t in proposed if t.confidence >= learned.conf]

@@ -83,7 +83,7 @@ class Everywhere:
         return cells(0.99)
 
 
-def test_detect_reports_what_covers_the_board_in_a_photo_alone_and_the_empty_frames_difference_otherwise(monkeypatch):
+def test_detect_reports_what_the_cover_network_sees_with_or_without_the_empty_frame(monkeypatch):
     from knockcam.detect import load_model
 
     if load_model() is None:
@@ -94,7 +94,10 @@ def test_detect_reports_what_covers_the_board_in_a_photo_alone_and_the_empty_fra
     alone = detect(image, cal, BOARD, reference=None)
     assert net.asked == 1 and len(alone.hidden) == 1 and alone.hidden[0].area_mm2 > 0.9 * 400 * 915
     reference = cv2.imread(str(SCENES / "empty_board_ref.jpg"))
-    assert detect(image, cal, BOARD, reference=reference).hidden == () and net.asked == 1
+    with_frame = detect(image, cal, BOARD, reference=reference)
+    assert net.asked == 2 and with_frame.hidden == alone.hidden  # the empty board's difference shows nothing more
+    monkeypatch.setattr(cover, "load", lambda where=None: None)
+    assert detect(image, cal, BOARD, reference=reference).hidden == ()
 
 
 needs_network = pytest.mark.skipif(not cover.path().is_file(), reason="models/cover.onnx not trained yet")
