@@ -53,7 +53,7 @@ def run(args: argparse.Namespace) -> int:
                        ("base refiner of a photo alone", refine.alone_path()),
                        ("fallen-token placer", fallen.placer_path()),
                        ("fallen-token placer for photo pairs", fallen.pair_placer_path()),
-                       ("cover network of a photo alone", cover.path())):
+                       ("cover network (what covers the board)", cover.path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")

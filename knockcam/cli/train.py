@@ -5,7 +5,7 @@ the one for a photo alone, models/verify_alone.onnx), with ``--refine``
 the base refiners (models/refine.onnx, models/refine_2.onnx), with ``--refine-alone`` the one for a photo
 alone (models/refine_alone.onnx), with ``--fallen-base`` where a lying token's base is
 (models/fallen_base.onnx; with ``--fallen-base-pair`` the one that sees the empty frame too), with ``--cover``
-what covers the board in a photo alone (models/cover.onnx), each on renders it makes itself.
+what covers the board, seen in the photo (models/cover.onnx), each on renders it makes itself.
 
 Needs the optional extra: ``pip install 'knockcam[train]'`` (ultralytics; weights are AGPL-3.0).
 ``--evaluate MODEL.onnx`` measures a model on a held-out dataset instead, with the runtime only.
@@ -79,7 +79,7 @@ def register(subparsers) -> None:
                         help="train the fallen-token placer for photo pairs instead: as --fallen-base, with the "
                              "empty frame's patches too; exports OUT/fallen_base_pair.onnx")
     parser.add_argument("--cover", action="store_true",
-                        help="train the network that finds what covers the board (a hand, a cup) in a photo alone "
+                        help="train the network that finds what covers the board (a hand, a cup) in the photo itself "
                              "instead: renders photos, exports OUT/cover.onnx (recipe: detect.yaml cover.train)")
     parser.add_argument("--scenes", type=int, default=None,
                         help="with --fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, "

@@ -1,12 +1,12 @@
-"""What covers the board in a photo alone (a hand, a cup): the parts where a token may not be seen.
+"""What covers the board (a hand, a cup), seen in the photo itself: the parts where a token may not be seen.
 
 With an empty-board frame the reference detector finds them by difference
-(knockcam.detect.reference.hidden_areas). A photo alone has no such frame, so a small
-fully-convolutional network (models/cover.onnx, ``knockcam train --cover``:
-knockcam.detect.cover_train) looks at the board seen from straight above and gives, for each cell of
-a coarse raster, the chance that something other than a token hides the board there. Covered areas
-large enough to hide a token are reported as HiddenArea, as the reference detector's are: a token
-missed under one is sent to a human, not silently lost.
+(knockcam.detect.reference.hidden_areas); a photo alone has no such frame, and the difference misses
+some hands and cups. So a small fully-convolutional network (models/cover.onnx, ``knockcam train
+--cover``: knockcam.detect.cover_train) looks at the board seen from straight above and gives, for
+each cell of a coarse raster, the chance that something other than a token hides the board there.
+Covered areas large enough to hide a token are reported as HiddenArea, like the reference detector's
+(``detect`` reports both): a token missed under one is sent to a human, not silently lost.
 """
 
 from __future__ import annotations
@@ -114,7 +114,7 @@ def covered_areas(chance: np.ndarray, board: Board, mm_per_px: float) -> tuple[H
 
 def hidden_in_photo(image: np.ndarray, calibration: Calibration, board: Board,
                     net: CoverNet | None) -> tuple[HiddenArea, ...]:
-    """The parts of the board a hand or a cup covers in a photo alone (none without the network)."""
+    """The parts of the board a hand or a cup covers, seen in the photo (none without the network)."""
     if net is None:
         return ()
     return covered_areas(net.chance(image, calibration, board), board, net.mm_per_px)
