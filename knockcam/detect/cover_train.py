@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
+import cv2
 import numpy as np
 
 from knockcam import settings
@@ -27,8 +28,6 @@ def scene_example(board: Board, seed: int, cfg: dict, geometry: dict, model=None
     """One render's (top-down photo (1, H, W, 3) uint8, covered share of each network cell (1, H/4, W/4)
     float32). ``cfg``: synth settings; ``geometry``: {"mm_per_px"}; ``model`` is not used (the workers of
     patch_train.gather pass it)."""
-    import cv2
-
     from knockcam.synth.scene import make_photo
 
     jpeg, _, rendered = make_photo(board, seed, 0, cfg)
