@@ -59,8 +59,8 @@ class Seen:
 @dataclass(frozen=True)
 class Still:
     """What a detector makes of one still frame: the tokens at rest, and the parts of the board something
-    else covers (a hand, a cup: knockcam.detect's hidden areas, by the cover network and the empty-board frame) where a
-    token may not be seen."""
+    else covers (a hand, a cup: knockcam.detect's hidden areas, from the cover network and the empty-board
+    frame) where a token may not be seen."""
 
     seen: tuple[Seen, ...]
     covered: tuple[HiddenArea, ...] = ()
