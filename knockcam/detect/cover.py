@@ -37,7 +37,8 @@ def top_down(image: np.ndarray, calibration: Calibration, board: Board, mm_per_p
     map_x, map_y = calibration.view_maps(view)
     fine = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     w, h = view.size
-    raster = cv2.resize(fine, (max(1, round(w / mm_per_px)), max(1, round(h / mm_per_px))), interpolation=cv2.INTER_AREA)
+    size = (max(1, round(w / mm_per_px)), max(1, round(h / mm_per_px)))
+    raster = cv2.resize(fine, size, interpolation=cv2.INTER_AREA)
     rows, cols = raster.shape[:2]
     return cv2.copyMakeBorder(raster, 0, -rows % STRIDE, 0, -cols % STRIDE, cv2.BORDER_REPLICATE)
 
