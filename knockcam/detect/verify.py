@@ -109,7 +109,8 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
     - a token the model scored weakly (``unsure``) that it vouches for in its colour is no longer left
       to a human for that;
     - the model's lone weak candidates (``weak``, under ``model.conf``) it is sure of are added, flagged
-      ``unsure``."""
+      ``unsure``; those it half believes (``look_weak_above``) are looked for around, and added where found,
+      flagged ``unsure``."""
     if verifier is None:
         return list(tokens)
     cfg, looked, p = _asked("verify_alone", tokens, weak, photo, verifier)
