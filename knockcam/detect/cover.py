@@ -73,9 +73,6 @@ class CoverNet:
         return 1.0 / (1.0 + np.exp(-logit))
 
 
-_LOADED: dict[str, CoverNet] = {}
-
-
 def path() -> Path:
     """data/detect.yaml cover.path, else the shipped models/cover.onnx."""
     from knockcam.detect.patch import configured_path
@@ -86,13 +83,9 @@ def path() -> Path:
 def load(where: str | Path | None = None) -> CoverNet | None:
     """The cover network (the shipped one unless ``where``), None when it has not been trained; kept for
     the next call."""
-    p = Path(where) if where is not None else path()
-    if not p.is_file():
-        return None
-    key = str(p.resolve())
-    if key not in _LOADED:
-        _LOADED[key] = CoverNet(p)
-    return _LOADED[key]
+    from knockcam.detect.patch import load_once
+
+    return load_once(CoverNet, Path(where) if where is not None else path())
 
 
 def covered_areas(chance: np.ndarray, board: Board, mm_per_px: float) -> tuple[HiddenArea, ...]:

@@ -168,8 +168,8 @@ _LOADED: dict[tuple[type, str], PatchClassifier] = {}
 
 
 def load_once(kind: type, path: Path):
-    """A ``kind`` (PatchClassifier subclass) network from ``path``, None when there is no such file (not
-    trained yet); kept for the next call."""
+    """A ``kind`` network (a class built from a path: a PatchClassifier, cover.CoverNet) from ``path``, None
+    when there is no such file (not trained yet); kept for the next call."""
     if not path.is_file():
         return None
     key = (kind, str(path.resolve()))
