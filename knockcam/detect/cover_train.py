@@ -19,7 +19,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.cover import FILE, STRIDE, covered_areas, network_input, top_down
-from knockcam.detect.patch_train import describe, gather, need_torch, one_cycle, plan
+from knockcam.detect.patch_train import describe, gather, need_torch, plan, train_loop
 
 SECTION = "cover"
 
@@ -65,34 +65,22 @@ def fit(rasters: np.ndarray, share: np.ndarray, recipe: dict, log: Callable[[str
     torch.manual_seed(int(recipe["seed"]))
     gen = np.random.default_rng(int(recipe["seed"]))
     net = network()
-    batch, epochs = int(recipe["batch"]), int(recipe["epochs"])
-    opt, sched = one_cycle(net, recipe, len(rasters))
     y_all = torch.from_numpy(share[:, None])
     positive = float((share >= 0.5).mean())
     loss_fn = nn.BCEWithLogitsLoss(pos_weight=torch.tensor(min(20.0, (1 - positive) / max(positive, 1e-6))))
-    t0 = time.time()
-    for epoch in range(epochs):
-        order = gen.permutation(len(rasters))
-        total = 0.0
-        for i in range(0, len(rasters), batch):
-            idx = order[i:i + batch]
-            xb = torch.from_numpy(network_input(rasters[idx]))
-            yb = y_all[torch.from_numpy(idx)].clone()
-            if gen.random() < 0.5:
-                xb, yb = xb.flip(3), yb.flip(3)
-            if gen.random() < 0.5:
-                xb, yb = xb.flip(2), yb.flip(2)
-            gain = torch.from_numpy(gen.uniform(0.7, 1.3, (len(xb), 1, 1, 1)).astype(np.float32))
-            tint = torch.from_numpy(gen.uniform(0.93, 1.07, (len(xb), 3, 1, 1)).astype(np.float32))
-            xb = (xb * gain * tint).clamp(0, 1)
-            loss = loss_fn(net(xb), yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += loss.item() * len(idx)
-        log(f"epoch {epoch + 1}/{epochs}: loss {total / len(rasters):.4f} ({time.time() - t0:.0f} s)")
-    return net.eval()
+
+    def batch_loss(idx):
+        xb = torch.from_numpy(network_input(rasters[idx]))
+        yb = y_all[torch.from_numpy(idx)].clone()
+        if gen.random() < 0.5:
+            xb, yb = xb.flip(3), yb.flip(3)
+        if gen.random() < 0.5:
+            xb, yb = xb.flip(2), yb.flip(2)
+        gain = torch.from_numpy(gen.uniform(0.7, 1.3, (len(xb), 1, 1, 1)).astype(np.float32))
+        tint = torch.from_numpy(gen.uniform(0.93, 1.07, (len(xb), 3, 1, 1)).astype(np.float32))
+        return loss_fn(net((xb * gain * tint).clamp(0, 1)), yb)
+
+    return train_loop(net, recipe, len(rasters), gen, batch_loss, log)
 
 
 def export(net, mm_per_px: float, path: Path) -> Path:

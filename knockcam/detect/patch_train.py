@@ -153,8 +153,6 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
     if offsets is not None:
         outputs = 4
     net = network(patches.shape[1], colour + 1, outputs)
-    batch, epochs = int(recipe["batch"]), int(recipe["epochs"])
-    opt, sched = one_cycle(net, recipe, len(patches))
     if offsets is not None:
         yt = torch.from_numpy(np.asarray(y, np.float32))
         loss_fn = _offset_loss(float(offsets["scale_mm"]))
@@ -166,46 +164,52 @@ def fit(patches: np.ndarray, lean: np.ndarray, y: np.ndarray, recipe: dict, outp
         yt = torch.from_numpy(np.asarray(y, np.int64))
         loss_fn = nn.CrossEntropyLoss()
     shift = int(recipe["shift_px"])
-    t0 = time.time()
-    for epoch in range(epochs):
-        order = gen.permutation(len(patches))
-        total = 0.0
-        for i in range(0, len(patches), batch):
-            idx = order[i:i + batch]
-            xb = torch.from_numpy(network_input(patches[idx], lean[idx]))
-            flip = torch.from_numpy(gen.random(len(xb)) < 0.5)
-            xb[flip] = xb[flip].flip(3)
-            gain = torch.from_numpy(gen.uniform(0.75, 1.25, (len(xb), 1, 1, 1)).astype(np.float32))
-            offset = torch.from_numpy(gen.uniform(-0.05, 0.05, (len(xb), 1, 1, 1)).astype(np.float32))
-            xb[:, :colour] = (xb[:, :colour] * gain + offset).clamp(0, 1)
-            if colour > 3:
-                apart = torch.from_numpy(gen.uniform(0.9, 1.1, (len(xb), 1, 1, 1)).astype(np.float32))
-                xb[:, 3:colour] = (xb[:, 3:colour] * apart).clamp(0, 1)
-            dy, dx = (int(v) for v in gen.integers(-shift, shift + 1, 2))
-            xb = torch.roll(xb, shifts=(dy, dx), dims=(2, 3))
-            yb = yt[torch.from_numpy(idx)]
-            if offsets is not None:
-                yb = torch.from_numpy(shifted_offsets(yb.numpy(), flip.numpy(), dy, dx, float(offsets["mm_per_px"])))
-            out = net(xb)
-            loss = loss_fn(out.view(-1) if outputs == 1 else out, yb)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            sched.step()
-            total += loss.item() * len(idx)
-        log(f"epoch {epoch + 1}/{epochs}: loss {total / len(patches):.4f} ({time.time() - t0:.0f} s)")
-    return net.eval()
+
+    def batch_loss(idx):
+        xb = torch.from_numpy(network_input(patches[idx], lean[idx]))
+        flip = torch.from_numpy(gen.random(len(xb)) < 0.5)
+        xb[flip] = xb[flip].flip(3)
+        gain = torch.from_numpy(gen.uniform(0.75, 1.25, (len(xb), 1, 1, 1)).astype(np.float32))
+        offset = torch.from_numpy(gen.uniform(-0.05, 0.05, (len(xb), 1, 1, 1)).astype(np.float32))
+        xb[:, :colour] = (xb[:, :colour] * gain + offset).clamp(0, 1)
+        if colour > 3:
+            apart = torch.from_numpy(gen.uniform(0.9, 1.1, (len(xb), 1, 1, 1)).astype(np.float32))
+            xb[:, 3:colour] = (xb[:, 3:colour] * apart).clamp(0, 1)
+        dy, dx = (int(v) for v in gen.integers(-shift, shift + 1, 2))
+        xb = torch.roll(xb, shifts=(dy, dx), dims=(2, 3))
+        yb = yt[torch.from_numpy(idx)]
+        if offsets is not None:
+            yb = torch.from_numpy(shifted_offsets(yb.numpy(), flip.numpy(), dy, dx, float(offsets["mm_per_px"])))
+        out = net(xb)
+        return loss_fn(out.view(-1) if outputs == 1 else out, yb)
+
+    return train_loop(net, recipe, len(patches), gen, batch_loss, log)
 
 
-def one_cycle(net, recipe: dict, examples: int):
-    """AdamW (``recipe``'s lr and weight_decay) and a one-cycle learning rate over ``recipe``'s epochs of
-    ``examples`` in batches of ``recipe``'s batch: every network knockcam trains itself learns this way."""
+def train_loop(net, recipe: dict, examples: int, gen: np.random.Generator, batch_loss, log: Callable[[str], None]):
+    """Train ``net`` for ``recipe``'s epochs over ``examples`` shuffled by ``gen``, in batches of ``recipe``'s
+    batch, each batch's loss given by ``batch_loss(indices)``: AdamW (``recipe``'s lr and weight_decay) and a
+    one-cycle learning rate, the way every network knockcam trains itself learns. Returns it in eval mode."""
     import torch
 
     batch, epochs = int(recipe["batch"]), int(recipe["epochs"])
     opt = torch.optim.AdamW(net.parameters(), float(recipe["lr"]), weight_decay=float(recipe["weight_decay"]))
     steps = epochs * ((examples + batch - 1) // batch)
-    return opt, torch.optim.lr_scheduler.OneCycleLR(opt, float(recipe["lr"]), total_steps=steps)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, float(recipe["lr"]), total_steps=steps)
+    t0 = time.time()
+    for epoch in range(epochs):
+        order = gen.permutation(examples)
+        total = 0.0
+        for i in range(0, examples, batch):
+            idx = order[i:i + batch]
+            loss = batch_loss(idx)
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            sched.step()
+            total += loss.item() * len(idx)
+        log(f"epoch {epoch + 1}/{epochs}: loss {total / examples:.4f} ({time.time() - t0:.0f} s)")
+    return net.eval()
 
 
 def shifted_offsets(y: np.ndarray, flip: np.ndarray, dy: int, dx: int, mm_per_px: float) -> np.ndarray:
