@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -382,6 +383,45 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
 
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
 
+SPEED_SEED = 1000  # the held-out scene the speed check times (the first benchmark scene)
+SPEED_LINE = "Speed check"  # how the results file's line about it begins (``committed_speed`` reads it back)
+
+
+def speed_check(board: Board, model, repeats: int = 20, seed: int = SPEED_SEED) -> dict[str, float]:
+    """Median ms of detection + assignment on one held-out scene, ``repeats`` times after a warm-up, with
+    the learned model and the empty-board frame and with the model alone (the reference frame alone
+    without a model): a few seconds' measure of how fast a machine runs the benchmark's own work, so that
+    the ms of a results file made elsewhere can be compared with this machine's."""
+    from knockcam.detect import detect
+
+    scene = make_scene(board, seed)
+    ways = {"model + reference": (scene.reference, model)} if model is not None else {}
+    ways.update({"model alone": (None, model)} if model is not None else {"reference frame": (scene.reference, None)})
+    out = {}
+    for name, (reference, learned) in ways.items():
+        ms = []
+        for k in range(repeats + 3):
+            t0 = time.perf_counter()
+            assign(detect(scene.image, scene.calibration, board, reference=reference, model=learned).tokens, board)
+            if k >= 3:
+                ms.append((time.perf_counter() - t0) * 1000)
+        out[name] = float(np.median(ms))
+    return out
+
+
+def speed_text(speed: dict[str, float], repeats: int = 20, seed: int = SPEED_SEED) -> str:
+    """The results file's line about a speed check (``speed_check``'s medians)."""
+    timed = ", ".join(f"{name} {ms:.0f} ms" for name, ms in speed.items())
+    return (f"{SPEED_LINE} (`knockcam bench --speed`: scene {seed}, median of {repeats} after a warm-up, on this "
+            f"machine): {timed}.")
+
+
+def committed_speed(text: str) -> dict[str, float]:
+    """The speed check a results file recorded (``speed_text``'s line), {} when it has none."""
+    line = next((ln for ln in text.splitlines() if ln.startswith(SPEED_LINE)), "")
+    timed = line.split("):", 1)[1] if "):" in line else ""
+    return {m.group(1).strip(): float(m.group(2)) for m in re.finditer(r"([a-z +]+) (\d+(?:\.\d+)?) ms", timed)}
+
 
 def load_average(note_busy: bool = False) -> str:
     """The machine's 1, 5 and 15 minute load averages as "a / b / c", for a results file; with
@@ -398,8 +438,9 @@ def _pct(num: int, den: int) -> str:
 
 
 def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_start: int,
-           model_note: str, done: int | None = None) -> str:
-    """The results file (markdown); ``done`` < ``scenes`` marks a partial result of a run still going."""
+           model_note: str, done: int | None = None, speed: dict[str, float] | None = None) -> str:
+    """The results file (markdown); ``done`` < ``scenes`` marks a partial result of a run still going;
+    ``speed``: the speed check run after the scenes (``speed_check``)."""
     lines = ["# Detection benchmark", ""]
     limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
     if done is not None and done < scenes:
@@ -509,6 +550,9 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     lines += ["", "Median ms: wall-clock detection + assignment per 1280x720 image, after model load (a load average "
               "above the machine's cores inflates it); median CPU ms is the process's CPU time for the same call "
               "(OpenCV and onnxruntime may use both cores).", ""]
+    if speed:
+        lines += [speed_text(speed) + " Run `knockcam bench --speed` on another machine to compare its speed with "
+                  "this run's before comparing ms.", ""]
     for t in tallies:
         lines += [f"## Colour confusions: {t.name}", "", "| true \\ found | " + " | ".join(SIDES) + f" | {MISSED} |",
                   "|---" * (len(SIDES) + 2) + "|"]

@@ -87,6 +87,7 @@ def test_bench_command_writes_its_results_file(tmp_path, capsys):
     assert "seeds 7..7" in text and "knockcam bench --scenes 1 --seed-start 7" in text
     assert "| reference frame, given calibration |" in text and "## Targets" in text
     assert " of these 1 scenes (" in text  # the scenes' flag floor, summed by the run
+    assert "Speed check (`knockcam bench --speed`: scene 1000" in text  # after the scenes, on the same machine
 
 
 def test_bench_refuses_training_seeds(tmp_path, capsys):
@@ -277,3 +278,38 @@ def test_a_scene_not_exactly_right_is_put_down_to_what_spoilt_it():
     text = report([line, exact], {}, "knockcam bench --scenes 1", 1, 0, "none")
     assert "| line | 1 | 0 (0) | 0 (0) | 0 (0) | 0 (0) | 1 (1) | 0 (0) |" in text
     assert "| exact | 0 | 0 (0) |" in text
+
+
+def test_a_speed_check_is_written_and_read_back():
+    from knockcam.bench import committed_speed, speed_text
+
+    speed = {"model + reference": 93.4, "model alone": 43.0}
+    line = speed_text(speed)
+    assert committed_speed("# Detection benchmark\n\n" + line + " More words.\n") == {"model + reference": 93.0,
+                                                                                    "model alone": 43.0}
+    assert committed_speed("# Detection benchmark\n\nno such line\n") == {}
+    text = report([Tally("learned model, given calibration")], {}, "knockcam bench", 1, 7, "m", speed=speed)
+    assert line in text
+    assert "Speed check" not in report([Tally("x")], {}, "knockcam bench", 1, 7, "m")
+
+
+def test_the_speed_check_times_the_benchmarks_own_work():
+    from knockcam.bench import speed_check
+
+    speed = speed_check(BOARD, None, repeats=1)
+    assert list(speed) == ["reference frame"] and speed["reference frame"] > 0
+
+
+def test_bench_speed_compares_this_machine_with_the_results_file(tmp_path, capsys, monkeypatch):
+    import knockcam.bench
+    from knockcam.bench import speed_text
+
+    monkeypatch.setattr(knockcam.bench, "speed_check", lambda board, model: {"model + reference": 150.0})
+    out = tmp_path / "results.md"
+    assert main(["bench", "--speed", "--out", str(out)]) == 0
+    assert "records no speed check" in capsys.readouterr().out
+    out.write_text("# Detection benchmark\n\n" + speed_text({"model + reference": 100.0}) + "\n")
+    assert main(["bench", "--speed", "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "150 ms here, 100 ms where" in printed and "(1.50 x)" in printed
+    assert out.read_text().count("Speed check") == 1  # the results file is only read

@@ -19,6 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--model", metavar="ONNX", default=None,
                         help="learned detector weights (default: the shipped model, if trained)")
     parser.add_argument("--json", action="store_true", help="also print the tallies as JSON")
+    parser.add_argument("--speed", action="store_true",
+                        help="only time one held-out scene (a few seconds) and compare with the speed check the "
+                             "--out results file recorded: is this machine as fast as the one that made it?")
     parser.set_defaults(run=run)
 
 
@@ -26,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
     from rich.progress import Progress
 
-    from knockcam.bench import report, run as run_bench
+    from knockcam.bench import report, run as run_bench, speed_check
     from knockcam.cli import invoked_as
     from knockcam.files import write_atomic
     from knockcam.board import load_board
@@ -56,6 +59,8 @@ def run(args: argparse.Namespace) -> int:
                        ("cover network (what covers the board)", cover.path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
+    if args.speed:
+        return _speed(board, model, args.out)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")
 
     def checkpoint(tallies, facts, done):
@@ -65,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
         task = bar.add_task("scenes", total=args.scenes)
         tallies, facts = run_bench(board, args.scenes, args.seed_start, model,
                                    progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint)
-    text = report(tallies, facts, command, args.scenes, args.seed_start, note)
+    text = report(tallies, facts, command, args.scenes, args.seed_start, note, speed=speed_check(board, model))
     write_atomic(args.out, text.encode("utf-8"))
     if args.json:
         print(json.dumps([{"name": t.name, "tokens": t.tokens, "right": t.right, "flagged": t.flagged,
@@ -75,4 +80,27 @@ def run(args: argparse.Namespace) -> int:
     else:
         Console().print(text)
     console.print(f"wrote {args.out}")
+    return 0
+
+
+def _speed(board, model, results: str) -> int:
+    """``knockcam bench --speed``: this machine's speed check, and the one ``results`` recorded."""
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from knockcam.bench import committed_speed, speed_check, speed_text
+
+    here = speed_check(board, model)
+    console = Console(soft_wrap=True)  # a path or a figure is not broken across lines
+    console.print(speed_text(here))
+    path = Path(results)
+    there = committed_speed(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    shared = [name for name in here if name in there]
+    if not shared:
+        console.print(f"{results} records no speed check to compare with")
+        return 0
+    for name in shared:
+        console.print(f"{name}: {here[name]:.0f} ms here, {there[name]:.0f} ms where {results} was made "
+                      f"({here[name] / there[name]:.2f} x)")
     return 0
