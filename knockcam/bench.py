@@ -340,7 +340,6 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     long run leaves partial results behind.
     """
     from knockcam.calibrate.choose import offered_max_error
-    from knockcam.detect import detect
 
     if seed_start < 0 or seed_start + scenes > HELD_OUT_LIMIT:
         raise KnockcamError(f"benchmark seeds must stay below {HELD_OUT_LIMIT} (training uses the rest): "
@@ -367,12 +366,10 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                 tally.calibration_failures += 1
                 score_scene(tally, [], scene.tokens, refused=True)
                 continue
-            t0, c0 = time.perf_counter(), time.process_time()
-            found = detect(scene.image, cal, board, reference=scene.reference if c.reference else None,
-                           model=model if c.model else None)
-            positions = assign(found.tokens, board)
-            tally.ms.append((time.perf_counter() - t0) * 1000)
-            tally.cpu_ms.append((time.process_time() - c0) * 1000)
+            found, positions, ms, cpu_ms = timed(scene.image, cal, board, scene.reference if c.reference else None,
+                                                 model if c.model else None)
+            tally.ms.append(ms)
+            tally.cpu_ms.append(cpu_ms)
             score_scene(tally, positions, scene.tokens, board, found.hidden)
         if progress:
             progress(n + 1)
@@ -383,37 +380,42 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
 
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
 
-SPEED_SEED = 1000  # the held-out scene the speed check times (the first benchmark scene)
+SPEED_SEED = 1000  # the held-out scene the speed check times (the first benchmark scene) ...
+SPEED_REPEATS = 20  # ... this many times, after a warm-up
 SPEED_LINE = "Speed check"  # how the results file's line about it begins (``committed_speed`` reads it back)
 
 
-def speed_check(board: Board, model, repeats: int = 20, seed: int = SPEED_SEED) -> dict[str, float]:
-    """Median ms of detection + assignment on one held-out scene, ``repeats`` times after a warm-up, with
-    the learned model and the empty-board frame and with the model alone (the reference frame alone
-    without a model): a few seconds' measure of how fast a machine runs the benchmark's own work, so that
-    the ms of a results file made elsewhere can be compared with this machine's."""
+def timed(image: np.ndarray, calibration: Calibration, board: Board, reference: np.ndarray | None, model):
+    """Detection + assignment as the benchmark times it: (detection, positions, wall ms, this process's CPU ms)."""
     from knockcam.detect import detect
 
-    scene = make_scene(board, seed)
-    ways = {"model + reference": (scene.reference, model)} if model is not None else {}
-    ways.update({"model alone": (None, model)} if model is not None else {"reference frame": (scene.reference, None)})
-    out = {}
-    for name, (reference, learned) in ways.items():
-        ms = []
-        for k in range(repeats + 3):
-            t0 = time.perf_counter()
-            assign(detect(scene.image, scene.calibration, board, reference=reference, model=learned).tokens, board)
-            if k >= 3:
-                ms.append((time.perf_counter() - t0) * 1000)
-        out[name] = float(np.median(ms))
-    return out
+    t0, c0 = time.perf_counter(), time.process_time()
+    found = detect(image, calibration, board, reference=reference, model=model)
+    positions = assign(found.tokens, board)
+    return found, positions, (time.perf_counter() - t0) * 1000, (time.process_time() - c0) * 1000
 
 
-def speed_text(speed: dict[str, float], repeats: int = 20, seed: int = SPEED_SEED) -> str:
+def speed_check(board: Board, model, repeats: int = SPEED_REPEATS) -> dict[str, float]:
+    """Median ms of detection + assignment (``timed``) on held-out scene SPEED_SEED, ``repeats`` times after a
+    warm-up, with the learned model and the empty-board frame and with the model alone (the reference
+    frame alone without a model): a few seconds' measure of how fast a machine runs the benchmark's own
+    work, so that the ms of a results file made elsewhere can be compared with this machine's."""
+    scene = make_scene(board, SPEED_SEED)
+    if model is not None:
+        ways = {"model + reference": (scene.reference, model), "model alone": (None, model)}
+    else:
+        ways = {"reference frame": (scene.reference, None)}
+    warm_up = 3
+    return {name: float(np.median([timed(scene.image, scene.calibration, board, reference, learned)[2]
+                                   for _ in range(warm_up + repeats)][warm_up:]))
+            for name, (reference, learned) in ways.items()}
+
+
+def speed_text(speed: dict[str, float]) -> str:
     """The results file's line about a speed check (``speed_check``'s medians)."""
-    timed = ", ".join(f"{name} {ms:.0f} ms" for name, ms in speed.items())
-    return (f"{SPEED_LINE} (`knockcam bench --speed`: scene {seed}, median of {repeats} after a warm-up, on this "
-            f"machine): {timed}.")
+    timed_ways = ", ".join(f"{name} {ms:.0f} ms" for name, ms in speed.items())
+    return (f"{SPEED_LINE} (`knockcam bench --speed`: scene {SPEED_SEED}, median of {SPEED_REPEATS} after a warm-up, "
+            f"on this machine): {timed_ways}.")
 
 
 def committed_speed(text: str) -> dict[str, float]:

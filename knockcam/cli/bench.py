@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
     board = load_board(args.board)
     model = load_model(args.model if args.model else AUTO)
+    if args.speed:
+        return _speed(board, model, args.out)
     if model is None:
         note = (f"missing ({default_model_path()} not found): only the reference-frame detector was run; "
                 "'without a reference frame' needs the learned model")
@@ -59,8 +61,6 @@ def run(args: argparse.Namespace) -> int:
                        ("cover network (what covers the board)", cover.path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
-    if args.speed:
-        return _speed(board, model, args.out)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")
 
     def checkpoint(tallies, facts, done):
