@@ -119,16 +119,18 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
         bent, bow = fit_grid_bowed(gray, fit.homography, board, up, radii=radii)
         placed = bent.homography
         others = [fit_grid_bowed(img, f.homography, board, up, radii=radii)[0].homography for f, img in rivals]
-        err = float(cfg["grid_spread_factor"]) * corner_spread_mm(gray, placed, board, bow=bent.bow)
+        spread = corner_spread_mm(gray, placed, board, segment_mm=float(cfg["grid_spread_segment_mm"]), bow=bent.bow)
+        err = _spread_error_mm(spread, _lines_width_px(colour, placed, board, bow), cfg)
     else:
         placed, bow = fit.homography, (0.0, 0.0)
         others = [f.homography for f, _ in rivals]
-        err = max(float(cfg["grid_spread_factor"]) * corner_spread_mm(gray, placed, board),
+        spread = corner_spread_mm(gray, placed, board, segment_mm=float(cfg["grid_spread_segment_mm"]))
+        err = max(_spread_error_mm(spread, _lines_width_px(colour, placed, board), cfg),
                   float(cfg["hump_factor"]) * hump)
     # the estimate at the worst corner: how much the corners depend on which printed lines were
-    # seen (scaled: it misses what biases every line alike), a hump too low to fit (it still skews
-    # a flat fit a little), never less than the line-position ambiguity, and never less than how
-    # far the rival registrations put the corners
+    # seen (scaled: it misses what biases every line alike, and more so in a blurred photo), a hump
+    # too low to fit (it still skews a flat fit a little), never less than the line-position
+    # ambiguity, and never less than how far the rival registrations put the corners
     err = max([err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100)]
               + [_corner_apart_mm(placed, other, board) for other in others])
     corners = cv2.perspectiveTransform(mm.reshape(-1, 1, 2), placed).reshape(-1, 2)
@@ -172,6 +174,35 @@ def _corner_apart_mm(h1: np.ndarray, h2: np.ndarray, board: Board) -> float:
     px = cv2.perspectiveTransform(corners.reshape(-1, 1, 2), h1)
     back = cv2.perspectiveTransform(px, np.linalg.inv(h2)).reshape(-1, 2)
     return float(np.linalg.norm(back - corners, axis=1).max())
+
+
+def _lines_width_px(image: np.ndarray, homography: np.ndarray, board: Board,
+                    hump: tuple[float, float] = (0.0, 0.0), lens: LensFit | None = None) -> float:
+    """How wide the printed lines look where ``homography`` (board mm -> undistorted pixels), the
+    board's ``hump`` (along, across mm) and, when ``image`` is the photo as taken, the ``lens`` fitted
+    on it put them. The hump counts: left out, the lens_distortion fixture's 7.5 mm hump moves its
+    lines off the profiles' centres, and its sharp lines (4.5 px) measure 7.5 px."""
+    size = (image.shape[1], image.shape[0])
+    bent = (Hump(float(hump[0]), float(hump[1]), tuple(board.size_mm),
+                 tuple(float(v) for v in up_px(homography, board, size))) if any(hump) else None)
+    seen = Calibration(method="auto", image_size=size, homography=homography, hump=bent,
+                       camera_matrix=None if lens is None else lens.camera_matrix,
+                       dist_coeffs=None if lens is None else lens.dist_coeffs)
+    return printed_line_width_px(image, seen.mm_to_px, board)
+
+
+def _spread_error_mm(spread_mm: float, width_px: float, cfg: dict) -> float:
+    """The error a grid placement is estimated to have from how far its corners move over resamples
+    of the printed lines (``spread_mm``, pieces ``grid_spread_segment_mm`` long): scaled by
+    ``grid_spread_factor``, since it misses what biases every line alike, and by (width / sharp)^2
+    when the printed lines look ``width_px`` wide, wider than ``grid_spread_sharp_px``: a blurred
+    line is pulled further by a coloured band beside it.
+
+    On tuning renders (seed 3005, 0-239, lens unknown) the fixed 6 x spread over 80 mm pieces kept 7
+    boards more than 3 mm off and refused 20 good ones; this rule kept ... (see calibrate.yaml).
+    """
+    blur = max(1.0, width_px / float(cfg["grid_spread_sharp_px"])) ** 2 if np.isfinite(width_px) else float("inf")
+    return float(cfg["grid_spread_factor"]) * spread_mm * blur
 
 
 def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
@@ -229,7 +260,7 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
             # alike, and one fitted in place of the other (tuning render 3001/153: a 2 mm hump read as k1
             # -0.54 with a 25 mm dip, the board 4.8 mm off while estimated 2.6 mm)
             most = float(settings.load("calibrate")["auto"]["lens_max_hump_mm"])
-            found = [o for o in (through_lens, placed_with_lens(lens, outline, board))
+            found = [o for o in (through_lens, placed_with_lens(lens, outline, board, image))
                      if o is not None and max(abs(v) for v in o.bow_mm) <= most]
             best = min(found, key=lambda o: o.error_mm) if found else None
             if best is not None and best.error_mm < outline.error_mm:
@@ -264,7 +295,7 @@ def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) 
     small = working_copy(image)
     if small is not image:
         calibration = calibration.resized((small.shape[1], small.shape[0]))
-    width = printed_line_width_px(small, calibration, board)
+    width = printed_line_width_px(small, calibration.mm_to_px, board)
     return width if width > float(settings.load("calibrate")["quality"]["blurred_line_px"]) else None
 
 
@@ -284,14 +315,14 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board) -> Len
     def up(h):
         return up_px(h, board, size)
 
-    lens = fit_lens(gray, hom, board, up=up)
+    lens = fit_lens(gray, hom, board, up=up, segment_mm=float(cfg["grid_spread_segment_mm"]))
     if (lens.shift_px < float(cfg["lens_min_shift_px"])
             or abs(float(lens.dist_coeffs[0])) < float(cfg["lens_min_z"]) * lens.k1_sigma):
         return None
     return lens
 
 
-def placed_with_lens(lens: LensFit, outline: Outline, board: Board) -> Outline | None:
+def placed_with_lens(lens: LensFit, outline: Outline, board: Board, image: np.ndarray) -> Outline | None:
     """The board where the lens fit placed it (``lens``: fitted on the photo's own pixels, printed lines
     and lens together), None when too few of the printed grid's samples sit on a line there.
 
@@ -299,12 +330,13 @@ def placed_with_lens(lens: LensFit, outline: Outline, board: Board) -> Outline |
     the thin printed lines blur: on the lens_distortion fixture 43% of the samples sit on a line
     there (the grid then does not confirm the outline, and the edges alone put it 21 mm off) against
     59% in the lens fit, whose corners are within 2.8 mm. The error is estimated as for a grid
-    placement (find_outline), from the lens fit's own corner spread."""
+    placement (find_outline), from the lens fit's own corner spread and how wide the printed lines
+    look in ``image`` (the photo the lens was fitted on) where it puts them."""
     cfg = settings.load("calibrate")["auto"]
     if lens.score < float(cfg["grid_min_score"]):
         return None
     placed = lens.homography
-    err = float(cfg["grid_spread_factor"]) * lens.spread_mm
+    err = _spread_error_mm(lens.spread_mm, _lines_width_px(image, placed, board, lens.hump, lens), cfg)
     err = max(err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100))
     corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), placed).reshape(-1, 2)
     return Outline(corners_px=corners, grid_score=outline.grid_score, runner_up=outline.runner_up,
@@ -332,7 +364,8 @@ def _error_source(outline: Outline) -> str:
                  if any(outline.bow_mm) else "")
         return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
-                f"the printed lines, {cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
+                f"the printed lines (x (line width / {cfg['grid_spread_sharp_px']} px)^2 where they look wider), "
+                f"{cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")
     return (f"estimate: scatter of {outline.edge_points} edge points about the four fitted sides, plus "
             f"{cfg['edge_ambiguity_px']} px of edge ambiguity per corner and half a board thickness of any edge face "

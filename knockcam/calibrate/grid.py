@@ -389,7 +389,8 @@ def _distort(q: np.ndarray, k1: float, cam: np.ndarray):
 
 
 def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, lens: bool = True,
-             radii=(3.0, 2.0, 2.0), iterations: int = 4, inlier_px: float = 1.0) -> LensFit:
+             radii=(3.0, 2.0, 2.0), iterations: int = 4, inlier_px: float = 1.0,
+             segment_mm: float = 80.0) -> LensFit:
     """Fit radial distortion k1 together with the homography on the printed grid of a photo whose
     lens is unknown (``homography``: board mm -> pixels of ``gray``); with ``up`` (see
     fit_grid_bowed) the board's hump too, which bends the lines in another shape. ``lens=False``
@@ -397,8 +398,9 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
 
     The printed lines are straight on the board; a lens bends them about the image centre, which no
     homography can follow (plumb-line calibration, with the board's own lines as the plumb lines).
+    ``segment_mm``: the line pieces of its corner spread (corner_spread_mm).
     """
-    bent = _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol=1e-7)
+    bent = _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol=1e-7, segment_mm=segment_mm)
     corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), bent.homography).reshape(-1, 2)
     shift = float(np.max(np.linalg.norm(_distort(corners, bent.k1, bent.camera)[0] - corners, axis=1)))
     return LensFit(bent.homography, bent.camera, np.array([bent.k1, 0.0, 0.0, 0.0, 0.0]), bent.hump,
@@ -422,7 +424,7 @@ class _Bent(NamedTuple):
     spread_mm: float  # with a lens: corner_spread_mm of this fit (the lens and the hump held); else nan
 
 
-def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol) -> _Bent:
+def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol, segment_mm: float = 80.0) -> _Bent:
     """Gauss-Newton on the printed lines' across-line offsets (square root of Tukey's weights): the
     homography, with ``up`` the hump too (see fit_grid_bowed), with ``lens`` radial k1 about the
     image centre of a nominal camera (see fit_lens)."""
@@ -489,7 +491,7 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
         n = nimg[good]
         n = (1 + k1 * r2[good])[:, None] * n + 2 * k1 * u[good] * np.sum(n * u[good], axis=1, keepdims=True)
         spread = _spread(pts_mm[good], nrm_mm[good], found[good],
-                         _jacobian(hn, bowv, pn[good], s1[good], s2[good], n, False), hn, board)
+                         _jacobian(hn, bowv, pn[good], s1[good], s2[good], n, False), hn, board, segment_mm)
     k1_sigma = float("inf")
     if lens and jac is not None and len(res) > 16:
         a = jac * wts[:, None]
@@ -500,16 +502,17 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
                  k1_sigma, spread)
 
 
-def printed_line_width_px(image: np.ndarray, calibration, board: Board, radius: float = 14.0) -> float:
-    """How wide the printed lines look where ``calibration`` puts them (px, half-depth width of their
-    median profile, the wider of the two line directions): a measure of blur that the board's own art
-    makes independent of the table. Sharp photos show 2-5 px; motion blur or defocus up to 12 (tuning
-    renders, bench seeds 3000-3199); inf when no line shows at all. Taken on the brightest channel,
-    where a coloured band beside a line stays light."""
+def printed_line_width_px(image: np.ndarray, mm_to_px, board: Board, radius: float = 14.0) -> float:
+    """How wide the printed lines look where ``mm_to_px`` (board mm (N, 2) -> pixels of ``image``, e.g.
+    a Calibration's) puts them (px, half-depth width of their median profile, the wider of the two
+    line directions): a measure of blur that the board's own art makes independent of the table.
+    Sharp photos show 2-5 px; motion blur or defocus up to 12 (tuning renders, bench seeds
+    3000-3199); inf when no line shows at all. Taken on the brightest channel, where a coloured band
+    beside a line stays light."""
     bright = np.ascontiguousarray(image.max(axis=2) if image.ndim == 3 else image).astype(np.float32)
     pts, nrm = template(board)
-    q = calibration.mm_to_px(pts)
-    n = calibration.mm_to_px(pts + 0.5 * nrm) - q
+    q = mm_to_px(pts)
+    n = mm_to_px(pts + 0.5 * nrm) - q
     n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-9)
     step = 0.5
     offs = np.arange(-radius, radius + step / 2, step, dtype=np.float32)
