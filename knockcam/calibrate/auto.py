@@ -198,8 +198,12 @@ def _spread_error_mm(spread_mm: float, width_px: float, cfg: dict) -> float:
     when the printed lines look ``width_px`` wide, wider than ``grid_spread_sharp_px``: a blurred
     line is pulled further by a coloured band beside it.
 
-    On tuning renders (seed 3005, 0-239, lens unknown) the fixed 6 x spread over 80 mm pieces kept 7
-    boards more than 3 mm off and refused 20 good ones; this rule kept ... (see calibrate.yaml).
+    The spread alone under-reads blurred photos most: on tuning renders (seed 3005, 0-239, lens not
+    given) the worst corner's error was 2.3 x the spread (80 mm pieces) at the median and 5.1 x at the
+    90th percentile where the lines were under 3.6 px wide, against 7.5 x and 19 x where they were
+    over 5.6 px. Pieces of 250 mm follow it closer (1.4 x and 3.0 x in sharp photos). The fixed 6 x
+    spread over 80 mm pieces kept 11 boards more than 3 mm off and refused 38 good ones on tuning
+    renders 3005 and 3006 (0-239 each); this rule kept 3 and refused 31 (docs/calibration.md).
     """
     blur = max(1.0, width_px / float(cfg["grid_spread_sharp_px"])) ** 2 if np.isfinite(width_px) else float("inf")
     return float(cfg["grid_spread_factor"]) * spread_mm * blur
