@@ -188,7 +188,7 @@ def _lines_width_px(image: np.ndarray, homography: np.ndarray, board: Board,
     seen = Calibration(method="auto", image_size=size, homography=homography, hump=bent,
                        camera_matrix=None if lens is None else lens.camera_matrix,
                        dist_coeffs=None if lens is None else lens.dist_coeffs)
-    return printed_line_width_px(image, seen.mm_to_px, board)
+    return printed_line_width_px(image, seen, board)
 
 
 def _spread_error_mm(spread_mm: float, width_px: float, cfg: dict) -> float:
@@ -299,7 +299,7 @@ def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) 
     small = working_copy(image)
     if small is not image:
         calibration = calibration.resized((small.shape[1], small.shape[0]))
-    width = printed_line_width_px(small, calibration.mm_to_px, board)
+    width = printed_line_width_px(small, calibration, board)
     return width if width > float(settings.load("calibrate")["quality"]["blurred_line_px"]) else None
 
 

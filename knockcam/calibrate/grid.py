@@ -502,17 +502,16 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
                  k1_sigma, spread)
 
 
-def printed_line_width_px(image: np.ndarray, mm_to_px, board: Board, radius: float = 14.0) -> float:
-    """How wide the printed lines look where ``mm_to_px`` (board mm (N, 2) -> pixels of ``image``, e.g.
-    a Calibration's) puts them (px, half-depth width of their median profile, the wider of the two
-    line directions): a measure of blur that the board's own art makes independent of the table.
-    Sharp photos show 2-5 px; motion blur or defocus up to 12 (tuning renders, bench seeds
-    3000-3199); inf when no line shows at all. Taken on the brightest channel, where a coloured band
-    beside a line stays light."""
+def printed_line_width_px(image: np.ndarray, calibration, board: Board, radius: float = 14.0) -> float:
+    """How wide the printed lines look where ``calibration`` puts them (px, half-depth width of their
+    median profile, the wider of the two line directions): a measure of blur that the board's own art
+    makes independent of the table. Sharp photos show 2-5 px; motion blur or defocus up to 12 (tuning
+    renders, bench seeds 3000-3199); inf when no line shows at all. Taken on the brightest channel,
+    where a coloured band beside a line stays light."""
     bright = np.ascontiguousarray(image.max(axis=2) if image.ndim == 3 else image).astype(np.float32)
     pts, nrm = template(board)
-    q = mm_to_px(pts)
-    n = mm_to_px(pts + 0.5 * nrm) - q
+    q = calibration.mm_to_px(pts)
+    n = calibration.mm_to_px(pts + 0.5 * nrm) - q
     n /= np.maximum(np.linalg.norm(n, axis=1, keepdims=True), 1e-9)
     step = 0.5
     offs = np.arange(-radius, radius + step / 2, step, dtype=np.float32)

@@ -140,9 +140,9 @@ def test_printed_lines_look_wide_in_a_blurred_photo_and_thin_in_a_sharp_one(boar
 
     def width(name):
         image, truth = _fixture(name)
-        return printed_line_width_px(image, truth.mm_to_px, board)
+        return printed_line_width_px(image, truth, board)
 
     assert all(width(name) <= 5.0 for name in ("overhead", "all_16_tokens", "hand"))
     assert all(width(name) >= 7.0 for name in ("defocus", "motion_blur"))
     blank = np.full((720, 1280, 3), 200, np.uint8)  # no line at all
-    assert printed_line_width_px(blank, _fixture("overhead")[1].mm_to_px, board) == float("inf")
+    assert printed_line_width_px(blank, _fixture("overhead")[1], board) == float("inf")
