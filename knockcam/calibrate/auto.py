@@ -119,14 +119,13 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
         bent, bow = fit_grid_bowed(gray, fit.homography, board, up, radii=radii)
         placed = bent.homography
         others = [fit_grid_bowed(img, f.homography, board, up, radii=radii)[0].homography for f, img in rivals]
-        spread = corner_spread_mm(gray, placed, board, segment_mm=float(cfg["grid_spread_segment_mm"]), bow=bent.bow)
-        err = _spread_error_mm(spread, _lines_width_px(colour, placed, board, bow), cfg)
+        bow_terms, unfitted = bent.bow, 0.0
     else:
         placed, bow = fit.homography, (0.0, 0.0)
         others = [f.homography for f, _ in rivals]
-        spread = corner_spread_mm(gray, placed, board, segment_mm=float(cfg["grid_spread_segment_mm"]))
-        err = max(_spread_error_mm(spread, _lines_width_px(colour, placed, board), cfg),
-                  float(cfg["hump_factor"]) * hump)
+        bow_terms, unfitted = None, float(cfg["hump_factor"]) * hump
+    spread = corner_spread_mm(gray, placed, board, segment_mm=float(cfg["grid_spread_segment_mm"]), bow=bow_terms)
+    err = max(_spread_error_mm(spread, _lines_width_px(colour, placed, board, bow), cfg), unfitted)
     # the estimate at the worst corner: how much the corners depend on which printed lines were
     # seen (scaled: it misses what biases every line alike, and more so in a blurred photo), a hump
     # too low to fit (it still skews a flat fit a little), never less than the line-position
@@ -183,12 +182,19 @@ def _lines_width_px(image: np.ndarray, homography: np.ndarray, board: Board,
     on it put them. The hump counts: left out, the lens_distortion fixture's 7.5 mm hump moves its
     lines off the profiles' centres, and its sharp lines (4.5 px) measure 7.5 px."""
     size = (image.shape[1], image.shape[0])
-    bent = (Hump(float(hump[0]), float(hump[1]), tuple(board.size_mm),
-                 tuple(float(v) for v in up_px(homography, board, size))) if any(hump) else None)
-    seen = Calibration(method="auto", image_size=size, homography=homography, hump=bent,
+    seen = Calibration(method="auto", image_size=size, homography=homography, hump=_hump(hump, homography, board, size),
                        camera_matrix=None if lens is None else lens.camera_matrix,
                        dist_coeffs=None if lens is None else lens.dist_coeffs)
     return printed_line_width_px(image, seen, board)
+
+
+def _hump(bow_mm: tuple[float, float], homography: np.ndarray, board: Board,
+          image_size: tuple[int, int]) -> Hump | None:
+    """The Hump of a fitted (along, across) mm, seen by the camera ``homography`` implies; None when flat."""
+    if not any(bow_mm):
+        return None
+    return Hump(float(bow_mm[0]), float(bow_mm[1]), tuple(board.size_mm),
+                tuple(float(v) for v in up_px(homography, board, image_size)))
 
 
 def _spread_error_mm(spread_mm: float, width_px: float, cfg: dict) -> float:
@@ -274,10 +280,7 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
                              f"+/- {lens.k1_sigma:.3f} at a nominal focal length of {lens.camera_matrix[0, 0]:.0f} px)")
     hom = homography_from_points(board_corners_mm(board), outline.corners_px)
     size = (image.shape[1], image.shape[0])
-    hump = None
-    if any(outline.bow_mm):  # the printed lines showed a hump and it was fitted: tokens rest on it
-        hump = Hump(float(outline.bow_mm[0]), float(outline.bow_mm[1]), tuple(board.size_mm),
-                    tuple(float(v) for v in up_px(hom, board, size)))
+    hump = _hump(outline.bow_mm, hom, board, size)  # when the printed lines showed one: tokens rest on it
     return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,
                        dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
                        error_source=_error_source(outline) + lens_note, hump=hump,
