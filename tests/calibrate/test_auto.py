@@ -229,3 +229,29 @@ def test_a_board_its_edges_alone_placed_is_estimated_at_its_worst_corner(board):
     assert cal.grid_share is None and "worst corner" in cal.error_source
     assert corner_errors_mm(cal, truth, board).max() > 3.0
     assert cal.error_mm > settings_of("calibrate")["quality"]["max_error_mm"]
+
+
+@needs_fixtures
+def test_a_defocused_photo_is_sharpened_and_the_board_found_in_it(board, monkeypatch):
+    # the defocus fixture (lens not given): in the photo as it is, the grid places the board 5-6 mm off
+    # and estimates 11 mm (refused); sharpened for the defocus read off its cepstrum, within 3 mm and kept
+    image, truth, _ = _fixture("defocus")
+    cal = calibrate(image, board)
+    assert "sharpened for a defocus blur" in cal.error_source and cal.error_mm <= 3.0
+    err = corner_errors_mm(cal, truth, board)
+    assert err.max() <= 3.0 and cal.error_mm >= 0.5 * err.max()
+    # a board found in a sharpened photo counts only when most of the grid's samples sit on a line again
+    monkeypatch.setitem(settings_of("calibrate")["sharpen"], "min_grid_share", 1.01)
+    with pytest.raises(KnockcamError, match="over the 3 mm limit"):
+        calibrate(image, board)
+
+
+@needs_fixtures
+def test_a_photo_kept_as_it_is_is_not_sharpened(board, monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("a board kept in the photo as it is needs no sharpening")
+
+    monkeypatch.setattr(auto, "blur_readings", never)
+    image, truth, _ = _fixture("overhead")
+    cal = calibrate_auto(image, board)
+    assert "sharpened" not in cal.error_source and corner_errors_mm(cal, truth, board).max() <= 3.0
