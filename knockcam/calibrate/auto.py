@@ -280,13 +280,18 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
                 lens_note = (f"; lens distortion read off the printed lines (k1 {lens.dist_coeffs[0]:+.3f} "
                              f"+/- {lens.k1_sigma:.3f} at a nominal focal length of {lens.camera_matrix[0, 0]:.0f} px)")
     sharp_note = ""
-    if outline.error_mm > float(settings.load("calibrate")["quality"]["max_error_mm"]):
+    hom = homography_from_points(board_corners_mm(board), outline.corners_px)
+    quality = settings.load("calibrate")["quality"]
+    # a board refused in a blurred photo (its printed lines wider than a sharp photo's) is looked for
+    # again in the photo sharpened; a sharp photo is not: a blur read off it is noise
+    if (outline.error_mm > float(quality["max_error_mm"])
+            and _lines_width_px(image, hom, board, outline.bow_mm) > float(quality["sharp_line_px"])):
         start = (_undistorted(start_px, camera_matrix, dist_coeffs)
                  if camera_matrix is not None and dist_coeffs is not None else start_px)
         sharper = _found_sharpened(image, board, start, outline)
         if sharper is not None:
             outline, sharp_note = sharper
-    hom = homography_from_points(board_corners_mm(board), outline.corners_px)
+            hom = homography_from_points(board_corners_mm(board), outline.corners_px)
     size = (image.shape[1], image.shape[0])
     hump = _hump(outline.bow_mm, hom, board, size)  # when the printed lines showed one: tokens rest on it
     return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,

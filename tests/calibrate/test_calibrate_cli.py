@@ -49,10 +49,12 @@ def test_sheet_writes_both_printables(tmp_path, capsys):
 
 
 def test_auto_refuses_a_blurred_photo_in_one_line_saying_retake_it(tmp_path, capsys):
-    from pathlib import Path
+    from knockcam.board import load_board
+    from knockcam.synth.scene import make_photo
 
-    photo = Path(__file__).resolve().parents[2] / "fixtures" / "scenes" / "defocus.jpg"
-    out = tmp_path / "defocus.yaml"
+    photo = tmp_path / "shaken.jpg"  # render 3005/225: a 12 px motion blur, refused even sharpened
+    photo.write_bytes(make_photo(load_board(), 3005, 225)[0])
+    out = tmp_path / "shaken.yaml"
     assert main(["calibrate", str(photo), "--auto", "--out", str(out)]) == 2
     err = capsys.readouterr().err
     assert "the photo is blurred" in err and "retake it" in err and err.count("\n") == 1

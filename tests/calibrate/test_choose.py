@@ -1,7 +1,5 @@
 """calibrate(): the method follows from what is given; failures say what to do."""
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 
@@ -58,16 +56,17 @@ def test_reference_pair_accepts_a_calibration_file(tmp_path, scene, board):
 
 
 def test_a_blurred_photo_refused_for_its_error_is_told_to_be_retaken(board):
-    """defocus fixture: the board is placed 5-6 mm off and refused; its printed lines are 8 px wide,
-    so the message says the photo is blurred. A sharp photo refused (render 3005/157, a tuning
-    scene: placed within 1.5 mm, estimated 6.9 mm) is not told that."""
+    """Render 3005/225 (a tuning scene, a 12 px motion blur): the board is placed 16-19 mm off, in the
+    photo as it is and sharpened, and refused; its printed lines are 10 px wide, so the message says
+    the photo is blurred. A sharp photo refused (render 3005/157, a tuning scene: placed within
+    1.5 mm, estimated 6.9 mm) is not told that."""
     import cv2
 
     from knockcam.synth.scene import make_photo
 
-    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    shaken = cv2.imdecode(np.frombuffer(make_photo(board, 3005, 225)[0], np.uint8), cv2.IMREAD_COLOR)
     with pytest.raises(KnockcamError, match=r"over the 3 mm limit \(auto\): the photo is blurred .* retake it"):
-        calibrate(cv2.imread(str(scenes / "defocus.jpg")), board)
+        calibrate(shaken, board)
     sharp = cv2.imdecode(np.frombuffer(make_photo(board, 3005, 157)[0], np.uint8), cv2.IMREAD_COLOR)
     with pytest.raises(KnockcamError, match="over the 3 mm limit") as refused:
         calibrate(sharp, board)
