@@ -307,9 +307,9 @@ def _found_sharpened(image: np.ndarray, board: Board, start_px: np.ndarray | Non
     photo as it is); None when none is.
 
     A blurred photo's printed lines are wide and faint, and those across a motion blur vanish: the grid
-    then settles several mm off (tuning renders 3005, 0-239: 33 of the 43 photos with a motion blur or
-    a defocus that were refused were over 3 mm off). Undone with the true blur, 10 of 11 such photos
-    examined were placed within 3 mm. A blur read wrong leaves ghosts of the printed lines beside
+    then settles several mm off (tuning renders 3005, 0-239: of the 43 photos with a motion blur or a
+    defocus, 28 were refused, 22 of them over 3 mm off). Undone with the true blur, 18 of 19 such photos
+    tried were placed within 3 mm. A blur read wrong leaves ghosts of the printed lines beside
     them, on which the grid can settle confidently. So a sharpened board counts only when the printed
     grid placed it with most of its lines crisp again (calibrate.yaml sharpen.min_grid_share), and it is
     estimated at least as far off as it lies outside the blurred board's own estimate (the truth should

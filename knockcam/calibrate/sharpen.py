@@ -46,7 +46,8 @@ def cepstrum(gray: np.ndarray) -> np.ndarray:
 
 def blur_readings(image: np.ndarray, cfg: dict | None = None) -> list[Blur]:
     """Candidate blurs of ``image`` (BGR or grey) from its cepstrum: the motion blur its deepest minimum
-    implies, and the defocus its darkest ring implies (only when that ring is dark at all)."""
+    implies (when at least ``min_motion_px`` long), and the defocus its darkest ring implies (only when
+    that ring is dark at all)."""
     cfg = cfg or settings.load("calibrate")["sharpen"]
     gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
     reach = int(cfg["reach_px"])
@@ -64,7 +65,10 @@ def blur_readings(image: np.ndarray, cfg: dict | None = None) -> list[Blur]:
     values = np.where(band, near, np.inf)
     y, x = np.unravel_index(int(np.argmin(values)), values.shape)
     dx, dy = float(x - reach), float(y - reach)
-    out = [Blur("motion", length_px=float(np.hypot(dx, dy)), angle_deg=float(np.degrees(np.arctan2(dy, dx)) % 180.0))]
+    out = []
+    if np.hypot(dx, dy) >= float(cfg["min_motion_px"]):  # shorter: hardly a blur, more likely the photo's texture
+        out.append(Blur("motion", length_px=float(np.hypot(dx, dy)),
+                        angle_deg=float(np.degrees(np.arctan2(dy, dx)) % 180.0)))
     radii = np.arange(int(np.ceil(float(cfg["min_px"]))), reach)
     ring = np.array([near[band & (np.abs(r - k) < 0.5)].mean() for k in radii])
     darkest = int(np.argmin(ring))
