@@ -5,9 +5,10 @@ A shaken phone smears every point along a short line (motion blur), a missed foc
 disc (defocus). Both leave their mark in the photo's cepstrum (the inverse Fourier transform of the
 log spectrum): a motion blur L px long at angle a puts a deep minimum L px from the centre in
 direction a; a defocus of radius R a dark ring about 2R px out. Each reading gives a candidate blur,
-which a Wiener filter undoes. Whether it helped is the calibration's call (knockcam.calibrate.auto
-keeps a board found in a sharpened photo only when its estimated error is lower): a wrong reading
-only costs time.
+which a Wiener filter undoes. Whether it helped is the calibration's call: a wrong reading leaves
+ghosts of the printed lines, on which the grid can settle, so knockcam.calibrate.auto keeps a board
+found in a sharpened photo only when most of the grid sits on a line again and its estimated error
+is lower.
 """
 
 from __future__ import annotations
@@ -57,18 +58,18 @@ def blur_readings(image: np.ndarray, cfg: dict | None = None) -> list[Blur]:
     yy, xx = np.mgrid[-reach:reach + 1, -reach:reach + 1]
     r = np.hypot(xx, yy)
     band = (r >= float(cfg["min_px"])) & (r <= reach)
-    # JPEG's 8 x 8 blocks repeat every 8 px: the cepstrum dips at every multiple of (8, 0) and (0, 8) in
-    # any JPEG photo, blurred or not, and those dips are not read as a blur
+    # JPEG's 8 x 8 blocks repeat every 8 px: the cepstrum dips at points of the 8 px lattice (chiefly
+    # along the axes) in any JPEG photo, blurred or not; readings near any lattice point are not taken
     block = int(cfg["jpeg_block_px"])
     lattice = np.hypot(xx - block * np.round(xx / block), yy - block * np.round(yy / block))
     band &= lattice > float(cfg["jpeg_mask_px"])
     values = np.where(band, near, np.inf)
     y, x = np.unravel_index(int(np.argmin(values)), values.shape)
     dx, dy = float(x - reach), float(y - reach)
+    length = float(np.hypot(dx, dy))
     out = []
-    if np.hypot(dx, dy) >= float(cfg["min_motion_px"]):  # shorter: hardly a blur, more likely the photo's texture
-        out.append(Blur("motion", length_px=float(np.hypot(dx, dy)),
-                        angle_deg=float(np.degrees(np.arctan2(dy, dx)) % 180.0)))
+    if length >= float(cfg["min_motion_px"]):  # shorter: hardly a blur, more likely the photo's texture
+        out.append(Blur("motion", length_px=length, angle_deg=float(np.degrees(np.arctan2(dy, dx)) % 180.0)))
     radii = np.arange(int(np.ceil(float(cfg["min_px"]))), reach)
     ring = np.array([near[band & (np.abs(r - k) < 0.5)].mean() for k in radii])
     darkest = int(np.argmin(ring))
