@@ -246,7 +246,24 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
 
 def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
                     start_px: np.ndarray | None = None) -> Calibration:
-    """``calibrate_auto`` on a photo at its working size."""
+    """``calibrate_auto`` on a photo at its working size: the board found in the photo as it is and,
+    when that is refused and the photo looks blurred (its printed lines wider than a sharp photo's),
+    in the photo sharpened. A sharp photo is not sharpened: a blur read off it is noise."""
+    cal = _calibrate_photo(image, board, camera_matrix, dist_coeffs, start_px)
+    quality = settings.load("calibrate")["quality"]
+    if (cal.error_mm > float(quality["max_error_mm"])
+            and printed_line_width_px(image, cal, board) > float(quality["sharp_line_px"])):
+        sharper = _found_sharpened(image, board, camera_matrix, dist_coeffs, start_px, cal)
+        if sharper is not None:
+            cal = sharper
+    return cal
+
+
+def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
+                     start_px: np.ndarray | None = None, min_grid_share: float = 0.0) -> Calibration:
+    """The board found in ``image`` as it is: through the lens when it is given, else with the lens
+    read off the printed lines when that places the board better (calibrate_auto) and the printed grid
+    placed it with at least ``min_grid_share`` of its samples on a line."""
     lens_note = ""
     if camera_matrix is not None and dist_coeffs is not None:
         image = cv2.undistort(image, camera_matrix, dist_coeffs)
@@ -270,70 +287,69 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
             # ... unless a hump no board has came with it: the lens and the hump bend the printed lines
             # alike, and one fitted in place of the other (tuning render 3001/153: a 2 mm hump read as k1
             # -0.54 with a 25 mm dip, the board 4.8 mm off while estimated 2.6 mm)
-            most = float(settings.load("calibrate")["auto"]["lens_max_hump_mm"])
+            most = float(settings.load("calibrate")["auto"]["max_hump_mm"])
             found = [o for o in (through_lens, placed_with_lens(lens, outline, board, image))
-                     if o is not None and max(abs(v) for v in o.bow_mm) <= most]
+                     if o is not None and max(abs(v) for v in o.bow_mm) <= most and o.grid_fit >= min_grid_share]
             best = min(found, key=lambda o: o.error_mm) if found else None
             if best is not None and best.error_mm < outline.error_mm:
                 outline = best
                 image, camera_matrix, dist_coeffs = undistorted, lens.camera_matrix, lens.dist_coeffs
                 lens_note = (f"; lens distortion read off the printed lines (k1 {lens.dist_coeffs[0]:+.3f} "
                              f"+/- {lens.k1_sigma:.3f} at a nominal focal length of {lens.camera_matrix[0, 0]:.0f} px)")
-    sharp_note = ""
     hom = homography_from_points(board_corners_mm(board), outline.corners_px)
-    quality = settings.load("calibrate")["quality"]
-    # a board refused in a blurred photo (its printed lines wider than a sharp photo's) is looked for
-    # again in the photo sharpened; a sharp photo is not: a blur read off it is noise
-    if (outline.error_mm > float(quality["max_error_mm"])
-            and _lines_width_px(image, hom, board, outline.bow_mm) > float(quality["sharp_line_px"])):
-        start = (_undistorted(start_px, camera_matrix, dist_coeffs)
-                 if camera_matrix is not None and dist_coeffs is not None else start_px)
-        sharper = _found_sharpened(image, board, start, outline)
-        if sharper is not None:
-            outline, sharp_note = sharper
-            hom = homography_from_points(board_corners_mm(board), outline.corners_px)
     size = (image.shape[1], image.shape[0])
     hump = _hump(outline.bow_mm, hom, board, size)  # when the printed lines showed one: tokens rest on it
     return Calibration(method="auto", image_size=size, homography=hom, camera_matrix=camera_matrix,
                        dist_coeffs=dist_coeffs, error_mm=outline.error_mm,
-                       error_source=_error_source(outline) + lens_note + sharp_note, hump=hump,
-                       grid_share=round(float(outline.grid_fit), 2) if outline.placed_by == "grid" else None)
+                       error_source=_error_source(outline) + lens_note, hump=hump,
+                       grid_share=float(outline.grid_fit) if outline.placed_by == "grid" else None)
 
 
-def _found_sharpened(image: np.ndarray, board: Board, start_px: np.ndarray | None,
-                     blurred: Outline) -> tuple[Outline, str] | None:
-    """The board found again in ``image`` sharpened for each blur read off it (knockcam.calibrate.sharpen),
-    the one with the lowest estimated error when that is below ``blurred``'s (the board found in the
-    photo as it is); None when none is.
+def _found_sharpened(image: np.ndarray, board: Board, camera_matrix, dist_coeffs, start_px: np.ndarray | None,
+                     blurred: Calibration) -> Calibration | None:
+    """The board found again (``_calibrate_photo``: the lens read off the printed lines again when it
+    is not given) in ``image`` sharpened for each blur read off it (knockcam.calibrate.sharpen), the
+    one with the lowest estimated error when that is below ``blurred``'s (the board found in the photo
+    as it is); None when none is.
 
     A blurred photo's printed lines are wide and faint, and those across a motion blur vanish: the grid
     then settles several mm off (tuning renders 3005, 0-239: of the 43 photos with a motion blur or a
     defocus, 28 were refused, 22 of them over 3 mm off). Undone with the true blur, 18 of 19 such photos
     tried were placed within 3 mm. A blur read wrong leaves ghosts of the printed lines beside
     them, on which the grid can settle confidently. So a sharpened board counts only when the printed
-    grid placed it with most of its lines crisp again (calibrate.yaml sharpen.min_grid_share), and it is
+    grid placed it with most of its lines crisp again (calibrate.yaml sharpen.min_grid_share) and with a
+    hump a board can have (auto.max_hump_mm: a hump fitted to ghost lines absorbs their bend), and it is
     estimated at least as far off as it lies outside the blurred board's own estimate (the truth should
-    lie within it). docs/calibration.md has the figures."""
-    mm = board_corners_mm(board)
-    before = homography_from_points(mm, blurred.corners_px)
+    lie within it). The lens is read again on the sharpened photo: read off blurred lines it is a poor
+    one (tuning renders 3005 + 3006: sharpened boards kept 4.3, 4.6 and 9.3 mm off came within 2.1 mm).
+    docs/calibration.md has the figures."""
     crisp = float(settings.load("calibrate")["sharpen"]["min_grid_share"])
-    best: tuple[Outline, str] | None = None
+    most = float(settings.load("calibrate")["auto"]["max_hump_mm"])
+    corners = board_corners_mm(board)
+    best: Calibration | None = None
     for blur in blur_readings(image):
         try:
-            found = find_outline(sharpened(image, blur), board, start_px)
+            found = _calibrate_photo(sharpened(image, blur), board, camera_matrix, dist_coeffs, start_px, crisp)
         except KnockcamError:
             continue
-        if found.placed_by != "grid" or found.grid_fit < crisp:
+        if found.grid_share is None or found.grid_share < crisp or _hump_height_mm(found) > most:
             continue
         note = f"; found in the photo sharpened for {blur.describe()} read off it"
-        outside = _corner_apart_mm(before, homography_from_points(mm, found.corners_px), board) - blurred.error_mm
+        apart = float(np.linalg.norm(blurred.px_to_mm(found.mm_to_px(corners)) - corners, axis=1).max())
+        outside = apart - blurred.error_mm
         if outside > found.error_mm:
-            found = replace(found, error_mm=outside)
             note += (f", {outside:.1f} mm outside where the blurred photo put the board within its own estimate "
                      f"({blurred.error_mm:.1f} mm)")
-        if found.error_mm < (best[0].error_mm if best is not None else blurred.error_mm):
-            best = (found, note)
+        found = replace(found, error_mm=max(found.error_mm, outside), error_source=found.error_source + note)
+        if found.error_mm < (best.error_mm if best is not None else blurred.error_mm):
+            best = found
     return best
+
+
+def _hump_height_mm(calibration: Calibration) -> float:
+    """The highest (or deepest) the calibration's hump rises along or across the board; 0 when flat."""
+    hump = calibration.hump
+    return 0.0 if hump is None else max(abs(hump.along_mm), abs(hump.across_mm))
 
 
 def _undistorted(points_px: np.ndarray | None, camera_matrix, dist_coeffs) -> np.ndarray | None:

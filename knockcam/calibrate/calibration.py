@@ -97,7 +97,7 @@ class Calibration:
     error_source: str | None = None  # how error_mm was obtained (residual of N points, or an estimate from what)
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     hump: Hump | None = None  # the board's face is not flat (None: it is)
-    grid_share: float | None = None  # where the printed grid placed the board: share of its samples on a line (0.01)
+    grid_share: float | None = None  # where the printed grid placed the board: share of its samples on a line (0..1)
 
     def mm_to_px(self, points_mm) -> np.ndarray:
         """(N, 2) board millimetres (on the board's face) -> (N, 2) image pixels (distorted if a lens model is set)."""
