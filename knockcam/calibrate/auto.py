@@ -28,7 +28,7 @@ from knockcam.calibrate.edges import line_fit_error_mm, refine_sides, side_face_
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
-from knockcam.calibrate.quality import board_corners_mm, corner_uncertainty_mm, homography_from_points
+from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, corner_uncertainty_mm, homography_from_points
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
 
@@ -325,7 +325,6 @@ def _found_sharpened(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
     docs/calibration.md has the figures."""
     crisp = float(settings.load("calibrate")["sharpen"]["min_grid_share"])
     most = float(settings.load("calibrate")["auto"]["max_hump_mm"])
-    corners = board_corners_mm(board)
     best: Calibration | None = None
     for blur in blur_readings(image):
         try:
@@ -335,8 +334,8 @@ def _found_sharpened(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
         if found.grid_share is None or found.grid_share < crisp or _hump_height_mm(found) > most:
             continue
         note = f"; found in the photo sharpened for {blur.describe()} read off it"
-        apart = float(np.linalg.norm(blurred.px_to_mm(found.mm_to_px(corners)) - corners, axis=1).max())
-        outside = apart - blurred.error_mm
+        # how far the two boards' corners lie apart, less the blurred board's own estimate
+        outside = float(corner_errors_mm(blurred, found, board).max()) - blurred.error_mm
         if outside > found.error_mm:
             note += (f", {outside:.1f} mm outside where the blurred photo put the board within its own estimate "
                      f"({blurred.error_mm:.1f} mm)")
