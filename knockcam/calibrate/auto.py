@@ -289,7 +289,7 @@ def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
             # -0.54 with a 25 mm dip, the board 4.8 mm off while estimated 2.6 mm)
             most = float(settings.load("calibrate")["auto"]["max_hump_mm"])
             found = [o for o in (through_lens, placed_with_lens(lens, outline, board, image))
-                     if o is not None and max(abs(v) for v in o.bow_mm) <= most and o.grid_fit >= min_grid_share]
+                     if o is not None and _hump_height_mm(o.bow_mm) <= most and o.grid_fit >= min_grid_share]
             best = min(found, key=lambda o: o.error_mm) if found else None
             if best is not None and best.error_mm < outline.error_mm:
                 outline = best
@@ -331,7 +331,7 @@ def _found_sharpened(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
             found = _calibrate_photo(sharpened(image, blur), board, camera_matrix, dist_coeffs, start_px, crisp)
         except KnockcamError:
             continue
-        if found.grid_share is None or found.grid_share < crisp or _hump_height_mm(found) > most:
+        if found.grid_share is None or found.grid_share < crisp or _hump_height_mm(_bow_mm(found)) > most:
             continue
         note = f"; found in the photo sharpened for {blur.describe()} read off it"
         # how far the two boards' corners lie apart, less the blurred board's own estimate
@@ -345,10 +345,16 @@ def _found_sharpened(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
     return best
 
 
-def _hump_height_mm(calibration: Calibration) -> float:
-    """The highest (or deepest) the calibration's hump rises along or across the board; 0 when flat."""
+def _hump_height_mm(bow_mm: tuple[float, float]) -> float:
+    """The highest (or deepest) a fitted hump (along, across mm) rises; checked against auto.max_hump_mm
+    wherever a board found through a guess (a lens, a blur read off the lines) is judged."""
+    return max(abs(float(v)) for v in bow_mm)
+
+
+def _bow_mm(calibration: Calibration) -> tuple[float, float]:
+    """The calibration's hump as (along, across) mm, as Outline.bow_mm has it; (0, 0) when flat."""
     hump = calibration.hump
-    return 0.0 if hump is None else max(abs(hump.along_mm), abs(hump.across_mm))
+    return (0.0, 0.0) if hump is None else (hump.along_mm, hump.across_mm)
 
 
 def _undistorted(points_px: np.ndarray | None, camera_matrix, dist_coeffs) -> np.ndarray | None:
