@@ -233,3 +233,85 @@ def run_bench(board: Board, n: int, out: Path, held_out: int = 0) -> str:
     text = report(results, n, time.perf_counter() - t, held_out)
     write_atomic(out, text)
     return text
+
+
+# Seeds the benchmarks hold out: the detection benchmark's committed scenes (bench/results*.md, index 0) and
+# this benchmark's held-out run. Tuning on them would make those results no longer held out.
+BENCHMARK_SEEDS = (range(1000, 2000), range(HELD_OUT_SEED, HELD_OUT_SEED + 1))
+
+
+def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
+    """Per knockcam.synth render (``seed``, each of ``indexes``): how the automatic method did against its
+    truth, as a dict (``index``, ``worst_mm``, ``estimate_mm``, ``grid_share``, ``offered``, ``source``, or
+    ``failed`` with the message; ``offered``: refused with an offer of --max-error); the lens is not given
+    unless ``lens_given``. What a change to the
+    automatic method is tuned on, render by render (``knockcam calibrate tune``)."""
+    from knockcam.calibrate.auto import calibrate_auto
+    from knockcam.calibrate.choose import offered_max_error
+
+    if any(seed in seeds for seeds in BENCHMARK_SEEDS):
+        raise KnockcamError(f"seed {seed} is held out for a benchmark (detection 1000-1999, calibration "
+                            f"{HELD_OUT_SEED}): tune on another seed")
+    for i in indexes:
+        photo = _synth_photo(board, int(i), seed)
+        if photo is None:
+            raise KnockcamError("tuning renders need knockcam.synth (install the package with its synth module)")
+        img, truth = photo
+        rec: dict = {"seed": seed, "index": int(i)}
+        try:
+            cal = calibrate_auto(img, board, *_known_lens(truth)) if lens_given else calibrate_auto(img, board)
+        except KnockcamError as ex:
+            rec["failed"] = str(ex)
+        else:
+            refused = float(cal.error_mm) > _limit()
+            rec.update(worst_mm=float(corner_errors_mm(cal, truth, board).max()), estimate_mm=float(cal.error_mm),
+                       grid_share=cal.grid_share, offered=refused and offered_max_error(cal) is not None,
+                       source=cal.error_source)
+        yield rec
+
+
+def tuning_summary(records) -> dict[str, int]:
+    """What the 3 mm limit (calibrate.yaml quality.max_error_mm) makes of tuning records: renders, kept,
+    bad kept (a corner over 3 mm), good refused (every corner within 3 mm), over 3 mm or not found, and the
+    refusals offering --max-error with a good and with a bad board."""
+    limit = _limit()
+    out = dict.fromkeys(("renders", "kept", "bad kept", "good refused", "over 3 mm or not found", "good offers",
+                         "bad offers"), 0)
+    for r in records:
+        out["renders"] += 1
+        if "failed" in r:
+            out["over 3 mm or not found"] += 1
+            continue
+        bad, kept = r["worst_mm"] > 3.0, r["estimate_mm"] <= limit
+        out["kept"] += kept
+        out["bad kept"] += kept and bad
+        out["good refused"] += not kept and not bad
+        out["over 3 mm or not found"] += bad
+        if not kept and r["offered"]:
+            out["bad offers" if bad else "good offers"] += 1
+    return out
+
+
+def tuning_changes(before: list[dict], after: list[dict], min_mm: float = 0.3) -> list[str]:
+    """One line per render (in both lists) whose fate under the limit changed or whose worst corner moved
+    at least ``min_mm``."""
+    limit = _limit()
+
+    def fate(r):
+        if "failed" in r:
+            return "not found"
+        return ("kept" if r["estimate_mm"] <= limit else "refused") + (", bad" if r["worst_mm"] > 3.0 else ", good")
+
+    def said(r):
+        return fate(r) if "failed" in r else f"{fate(r)} {r['worst_mm']:.2f} mm (estimated {r['estimate_mm']:.2f})"
+
+    old = {(r["seed"], r["index"]): r for r in before}
+    lines = []
+    for r in after:
+        b = old.get((r["seed"], r["index"]))
+        if b is None:
+            continue
+        moved = "failed" not in b and "failed" not in r and abs(b["worst_mm"] - r["worst_mm"]) >= min_mm
+        if fate(b) != fate(r) or moved:
+            lines.append(f"{r['seed']}/{r['index']}: {said(b)} -> {said(r)}")
+    return lines

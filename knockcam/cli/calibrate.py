@@ -1,4 +1,4 @@
-"""``knockcam calibrate``: find the board in a photo and save the calibration; also lens, sheet and bench."""
+"""``knockcam calibrate``: find the board in a photo and save the calibration; also lens, sheet, bench and tune."""
 
 from __future__ import annotations
 
@@ -17,13 +17,15 @@ HELP = """examples:
   knockcam calibrate photo.jpg --reference empty.jpg calibration/empty.yaml
   knockcam calibrate camera charuco1.jpg charuco2.jpg charuco3.jpg   lens calibration
   knockcam calibrate sheet                           write calibration/markers.png and charuco.png
-  knockcam calibrate bench                           measure every method on synthetic scenes"""
+  knockcam calibrate bench                           measure every method on synthetic scenes
+  knockcam calibrate tune --seed 3009 --out new.jsonl --compare old.jsonl
+                                                     the automatic method render by render, against a run before"""
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("calibrate", help="find the board in a photo (corners, click, markers, reference, auto)",
                               epilog=HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("target", nargs="+", metavar="IMAGE | camera IMAGES... | sheet | bench",
+    p.add_argument("target", nargs="+", metavar="IMAGE | camera IMAGES... | sheet | bench | tune",
                    help="the photo to calibrate, or a sub-command")
     how = p.add_mutually_exclusive_group()
     how.add_argument("--corners", help='four "x,y" pixel corners: near-left, near-right, far-right, far-left')
@@ -34,10 +36,16 @@ def register(subparsers) -> None:
     how.add_argument("--auto", action="store_true", help="find the board outline automatically")
     p.add_argument("--board", help="board file (default: the shipped board)")
     p.add_argument("--camera", help="lens calibration file from 'knockcam calibrate camera'")
-    p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml)")
+    p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml); "
+                                 "bench: the results file; tune: the records (JSON lines)")
     add_max_error(p)
     p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
     p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
+    p.add_argument("--seed", type=int, help="tune: the knockcam.synth run to render (not a benchmark's held-out one)")
+    p.add_argument("--renders", type=int, default=180, help="tune: renders of that run, from --first (default 180)")
+    p.add_argument("--first", type=int, default=0, help="tune: the first render's index (default 0)")
+    p.add_argument("--lens-given", action="store_true", help="tune: give the automatic method the true lens")
+    p.add_argument("--compare", metavar="RECORDS", help="tune: records of an earlier run (--out) to compare with")
     p.add_argument("--json", action="store_true", help="print the result as JSON")
     p.set_defaults(run=run)
 
@@ -54,6 +62,8 @@ def run(args) -> int:
         text = run_bench(board, args.scenes, out, held_out=args.held_out)
         print(text)
         return 0
+    if verb == "tune" and len(args.target) == 1:
+        return _tune(board, args)
     if verb == "sheet" and len(args.target) == 1:
         from knockcam.calibrate.lens import charuco_image
         from knockcam.calibrate.markers import sheet_image, write_png_with_dpi
@@ -110,3 +120,51 @@ def run(args) -> int:
     else:
         print(f"{cal.method}: error {cal.error_mm:.2f} mm ({cal.error_source}); wrote {out}")
     return 0
+
+
+def _tune(board, args) -> int:
+    """``knockcam calibrate tune``: the automatic method on tuning renders, render by render (records to
+    ``--out`` as JSON lines), summed up under the 3 mm limit, and set against an earlier run's records."""
+    from knockcam.calibrate.bench import tuning_changes, tuning_records, tuning_summary
+    from knockcam.files import write_atomic
+
+    if args.seed is None:
+        raise KnockcamError("calibrate tune needs --seed: the knockcam.synth run to render (e.g. --seed 3009)")
+    if args.renders < 1 or args.first < 0:
+        raise KnockcamError(f"calibrate tune: --renders must be at least 1 and --first at least 0 "
+                            f"(given {args.renders} and {args.first})")
+    from rich.console import Console
+    from rich.progress import Progress
+
+    before = _records(Path(args.compare)) if args.compare else None
+    records = []
+    with Progress(console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task("renders", total=args.renders)
+        for record in tuning_records(board, args.seed, range(args.first, args.first + args.renders), args.lens_given):
+            records.append(record)
+            bar.advance(task)
+    if args.out:
+        write_atomic(args.out, "".join(json.dumps(r) + "\n" for r in records))
+    now = tuning_summary(records)
+    if before is not None:
+        done = {(r["seed"], r["index"]) for r in records}
+        was = tuning_summary([r for r in before if (r["seed"], r["index"]) in done])
+        for line in tuning_changes(before, records):
+            print(line)
+        print("; ".join(f"{k} {was[k]} -> {now[k]}" for k in now))
+    else:
+        print("; ".join(f"{k} {v}" for k, v in now.items()))
+    return 0
+
+
+def _records(path: Path) -> list[dict]:
+    """Tuning records written by an earlier ``knockcam calibrate tune --out``."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+        records = [json.loads(line) for line in lines if line.strip()]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as ex:
+        raise KnockcamError(f"cannot read tuning records {path}: {ex}; give a file that "
+                            f"'knockcam calibrate tune --out' wrote") from None
+    if not all(isinstance(r, dict) and "seed" in r and "index" in r for r in records):
+        raise KnockcamError(f"{path} holds no tuning records: give a file that 'knockcam calibrate tune --out' wrote")
+    return records

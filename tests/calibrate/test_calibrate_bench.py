@@ -35,3 +35,59 @@ def test_offers_of_max_error_accepted_get_a_row_of_their_own():
     text = report(results, 0, 1.0)
     assert "| auto (test) | 1 | 0.50 | 0.50 | 0 | 2 | 1 |" in text
     assert "| auto (test), 1 offers of --max-error accepted | 2 | 1.25 | 2.00 | 0 | 1 | 0 |" in text
+
+
+def _rec(index, worst, estimate, offered=False):
+    return {"seed": 3100, "index": index, "worst_mm": worst, "estimate_mm": estimate, "grid_share": 0.9,
+            "offered": offered, "source": "estimate"}
+
+
+def test_tuning_records_are_summed_up_under_the_3_mm_limit():
+    from knockcam.calibrate.bench import tuning_summary
+
+    records = [_rec(0, 1.0, 1.5), _rec(1, 4.0, 2.0), _rec(2, 2.0, 3.5, offered=True), _rec(3, 9.0, 5.0, offered=True),
+               _rec(4, 12.0, 40.0), {"seed": 3100, "index": 5, "failed": "board not found"}]
+    assert tuning_summary(records) == {"renders": 6, "kept": 2, "bad kept": 1, "good refused": 1,
+                                       "over 3 mm or not found": 4, "good offers": 1, "bad offers": 1}
+
+
+def test_tuning_changes_name_the_renders_whose_fate_or_error_moved():
+    from knockcam.calibrate.bench import tuning_changes
+
+    before = [_rec(0, 1.0, 1.5), _rec(1, 8.4, 1.6), _rec(2, 1.2, 1.4), {"seed": 3100, "index": 3, "failed": "no"}]
+    after = [_rec(0, 1.1, 1.5), _rec(1, 1.1, 1.9), _rec(2, 1.2, 3.4), _rec(3, 2.0, 2.5), _rec(9, 1.0, 1.0)]
+    lines = tuning_changes(before, after)
+    assert lines == ["3100/1: kept, bad 8.40 mm (estimated 1.60) -> kept, good 1.10 mm (estimated 1.90)",
+                     "3100/2: kept, good 1.20 mm (estimated 1.40) -> refused, good 1.20 mm (estimated 3.40)",
+                     "3100/3: not found -> kept, good 2.00 mm (estimated 2.50)"]
+
+
+def test_calibrate_tune_records_renders_and_compares_with_an_earlier_run(tmp_path, capsys):
+    import json
+
+    from knockcam.cli import main
+
+    out = tmp_path / "now.jsonl"
+    assert main(["calibrate", "tune", "--seed", "3007", "--first", "110", "--renders", "1", "--out", str(out)]) == 0
+    (record,) = [json.loads(line) for line in out.read_text().splitlines()]
+    assert record["index"] == 110 and record["worst_mm"] < 3.0 and record["estimate_mm"] < 3.0
+    assert capsys.readouterr().out.startswith("renders 1; kept 1; bad kept 0")
+    earlier = tmp_path / "earlier.jsonl"
+    earlier.write_text(json.dumps({**record, "worst_mm": 7.5, "estimate_mm": 1.0}) + "\n")
+    assert main(["calibrate", "tune", "--seed", "3007", "--first", "110", "--renders", "1",
+                 "--compare", str(earlier)]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("3007/110: kept, bad 7.50 mm (estimated 1.00) -> kept, good")
+    assert "bad kept 1 -> 0" in printed[1]
+
+
+def test_calibrate_tune_refuses_a_benchmark_seed_and_records_it_did_not_write(tmp_path, capsys):
+    from knockcam.cli import main
+
+    assert main(["calibrate", "tune", "--seed", "2026", "--renders", "1"]) == 2
+    assert "held out for a benchmark" in capsys.readouterr().err
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("not json\n")
+    assert main(["calibrate", "tune", "--seed", "3007", "--renders", "1", "--compare", str(junk)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("knockcam: error: cannot read tuning records") and err.count("\n") == 1
