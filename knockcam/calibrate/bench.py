@@ -244,8 +244,8 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
     """Per knockcam.synth render (``seed``, each of ``indexes``): how the automatic method did against its
     truth, as a dict (``index``, ``worst_mm``, ``estimate_mm``, ``grid_share``, ``offered``, ``source``, or
     ``failed`` with the message; ``offered``: refused with an offer of --max-error); the lens is not given
-    unless ``lens_given``. What a change to the
-    automatic method is tuned on, render by render (``knockcam calibrate tune``)."""
+    unless ``lens_given``. What a change to the automatic method is tuned on, render by render
+    (``knockcam calibrate tune``)."""
     from knockcam.calibrate.auto import calibrate_auto
     from knockcam.calibrate.choose import offered_max_error
 
@@ -270,6 +270,12 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
         yield rec
 
 
+def _kept_and_bad(record: dict, limit: float) -> tuple[bool, bool]:
+    """Whether a tuning record's board is kept under ``limit`` (its estimate within it) and whether it is bad
+    (a true corner over 3 mm off); for a record with a board (no ``failed``)."""
+    return record["estimate_mm"] <= limit, record["worst_mm"] > 3.0
+
+
 def tuning_summary(records) -> dict[str, int]:
     """What the 3 mm limit (calibrate.yaml quality.max_error_mm) makes of tuning records: renders, kept,
     bad kept (a corner over 3 mm), good refused (every corner within 3 mm), over 3 mm or not found, and the
@@ -282,7 +288,7 @@ def tuning_summary(records) -> dict[str, int]:
         if "failed" in r:
             out["over 3 mm or not found"] += 1
             continue
-        bad, kept = r["worst_mm"] > 3.0, r["estimate_mm"] <= limit
+        kept, bad = _kept_and_bad(r, limit)
         out["kept"] += kept
         out["bad kept"] += kept and bad
         out["good refused"] += not kept and not bad
@@ -300,7 +306,8 @@ def tuning_changes(before: list[dict], after: list[dict], min_mm: float = 0.3) -
     def fate(r):
         if "failed" in r:
             return "not found"
-        return ("kept" if r["estimate_mm"] <= limit else "refused") + (", bad" if r["worst_mm"] > 3.0 else ", good")
+        kept, bad = _kept_and_bad(r, limit)
+        return ("kept" if kept else "refused") + (", bad" if bad else ", good")
 
     def said(r):
         return fate(r) if "failed" in r else f"{fate(r)} {r['worst_mm']:.2f} mm (estimated {r['estimate_mm']:.2f})"
