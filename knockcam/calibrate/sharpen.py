@@ -48,7 +48,8 @@ def cepstrum(gray: np.ndarray) -> np.ndarray:
 def blur_readings(image: np.ndarray, cfg: dict | None = None) -> list[Blur]:
     """Candidate blurs of ``image`` (BGR or grey) from its cepstrum: the motion blur its deepest minimum
     implies (when at least ``min_motion_px`` long), and the defocus its darkest ring implies (only when
-    that ring is dark at all)."""
+    that ring is dark at all, and the radius under ``max_defocus_px``: a motion-blurred photo can read one
+    that large, and the grid settles on the ghost lines that undoing it leaves)."""
     cfg = cfg or settings.load("calibrate")["sharpen"]
     gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
     reach = int(cfg["reach_px"])
@@ -73,8 +74,9 @@ def blur_readings(image: np.ndarray, cfg: dict | None = None) -> list[Blur]:
     radii = np.arange(int(np.ceil(float(cfg["min_px"]))), reach)
     ring = np.array([near[band & (np.abs(r - k) < 0.5)].mean() for k in radii])
     darkest = int(np.argmin(ring))
-    if ring[darkest] < 0:  # a disc blur's first dark ring lies about twice its radius out
-        out.append(Blur("defocus", radius_px=float(radii[darkest]) / 2.0))
+    radius = float(radii[darkest]) / 2.0  # a disc blur's first dark ring lies about twice its radius out
+    if ring[darkest] < 0 and radius < float(cfg["max_defocus_px"]):
+        out.append(Blur("defocus", radius_px=radius))
     return out
 
 

@@ -44,6 +44,14 @@ def test_a_defocus_is_read_off_the_photo(art):
     assert defocus and abs(defocus[0].radius_px - 4.0) <= 1.0
 
 
+def test_a_defocus_read_too_wide_is_not_undone(art):
+    # undoing a defocus that wide leaves ghost lines the grid settles on (calibrate.yaml max_defocus_px)
+    photo = _jpeg(_blurred(art, Blur("defocus", radius_px=7.0)))
+    assert not [b for b in blur_readings(photo) if b.kind == "defocus"]
+    wider = [b for b in blur_readings(photo, {**_cfg(), "max_defocus_px": 99.0}) if b.kind == "defocus"]
+    assert wider and wider[0].radius_px >= _cfg()["max_defocus_px"]
+
+
 def test_jpeg_blocks_are_not_read_as_a_blur(art):
     # a JPEG's 8 x 8 blocks make the cepstrum dip 8 px out along x and y, blurred or not
     photo = _jpeg(art, quality=55)
