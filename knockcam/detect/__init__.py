@@ -86,9 +86,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         if learned is not None:
             # the model's weak candidates too: they vouch for reference-only blobs, or the verifier looks at them
             floor = min(learned.support_conf, learned.conf)
-            # a photo alone: the network also looks at the view turned half a turn (model.half_turn_alone)
-            candidates = pool.submit(learned.detect, image, calibration, board, conf=floor,
-                                     half_turn=reference is None and learned.half_turn_alone)
+            candidates = pool.submit(learned.detect, image, calibration, board, conf=floor)
         if reference is not None:
             from knockcam.detect.reference import look
 

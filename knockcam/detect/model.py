@@ -119,33 +119,6 @@ class Detections:
         return Detections(self.centres[index], self.sizes[index], self.scores[index], self.classes[index])
 
 
-STRIDES = (8, 16, 32)  # the detect head's grids (YOLO11): one anchor per cell of each, row by row, finest first
-
-
-def half_turn_mean(output: np.ndarray, turned: np.ndarray, input_hw: tuple[int, int]) -> np.ndarray:
-    """The mean of two raw outputs of the classic head ``(1, 4 + nc, N)``: ``output`` of an input and
-    ``turned`` of the same input turned half a turn. Turning maps each grid's cells onto its own cells in
-    reverse order (the input's sides are multiples of every stride), so the turned look's boxes are turned
-    back and averaged with the first look's anchor by anchor, as are the side scores: a token one look
-    half-misses (most often one touching another) is found where the other look sees it, and what one
-    look alone takes for a token keeps half its score."""
-    height, width = input_hw
-    if any(height % s or width % s for s in STRIDES):
-        raise KnockcamError(f"token model input {height}x{width} is not a multiple of the strides {STRIDES}: "
-                            "set detect.yaml model.half_turn_alone: false")
-    counts = [(height // s) * (width // s) for s in STRIDES]
-    first, back = np.asarray(output, dtype=np.float32)[0], np.asarray(turned, dtype=np.float32)[0].copy()
-    if first.shape != back.shape or first.shape[1] != sum(counts):
-        raise KnockcamError(f"token model output has {first.shape[1]} anchors, not the {sum(counts)} of "
-                            f"strides {STRIDES} on a {height}x{width} input: set detect.yaml model.half_turn_alone: false")
-    starts = np.cumsum([0] + counts[:-1])
-    order = np.concatenate([start + np.arange(n)[::-1] for start, n in zip(starts, counts)])
-    back = back[:, order]
-    back[0] = width - back[0]  # box centres turned back; widths and heights are unchanged
-    back[1] = height - back[1]
-    return ((first + back) / 2)[None]
-
-
 def nms(boxes_xyxy: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
     """Indices kept by greedy non-maximum suppression, best score first."""
     order = np.argsort(-scores, kind="stable")
@@ -246,7 +219,6 @@ class TokenModel:
         self.agnostic = bool(cfg.get("agnostic_nms", True))
         self.sigma_by_score = sigma_table(cfg)
         self.support_conf = float(cfg.get("support_conf", self.conf))
-        self.half_turn_alone = bool(cfg.get("half_turn_alone", False))
         self.session = cpu_session(self.path, "token model", threads=int(cfg.get("threads", 0) if threads is None
                                                                          else threads))
         model_input = self.session.get_inputs()[0]
@@ -259,31 +231,24 @@ class TokenModel:
         meta = self.session.get_modelmeta().custom_metadata_map
         self.names = _class_names(meta.get("names"), self.path)
 
-    def predict(self, image_bgr: np.ndarray, conf: float | None = None,
-                half_turn: bool = False) -> tuple[Detections, Letterbox]:
+    def predict(self, image_bgr: np.ndarray, conf: float | None = None) -> tuple[Detections, Letterbox]:
         """Raw detections scoring above ``conf`` (default: the model's threshold) for one BGR image, in
-        model-input pixels, and the letterbox to undo them. ``half_turn``: the network also looks at the
-        image turned half a turn, and each anchor's box and side scores are the mean of the two looks
-        (``half_turn_mean``)."""
+        model-input pixels, and the letterbox to undo them."""
         image = _as_bgr(image_bgr)
         boxed, box = letterbox(image, self.input_hw)
         blob = boxed[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0  # BGR -> RGB, NCHW
         output = self.session.run(None, {self.input_name: np.ascontiguousarray(blob)})[0]
-        if half_turn and np.ndim(output) == 3 and np.shape(output)[1] == 4 + len(self.names):
-            turned = self.session.run(None, {self.input_name: np.ascontiguousarray(blob[:, :, ::-1, ::-1])})[0]
-            output = half_turn_mean(output, turned, self.input_hw)
         threshold = self.conf if conf is None else float(conf)
         return decode(output, len(self.names), threshold, self.iou, self.max_det, self.agnostic), box
 
-    def detect_canonical(self, canonical_bgr: np.ndarray, view: TopDown, conf: float | None = None,
-                         half_turn: bool = False) -> list[Token]:
+    def detect_canonical(self, canonical_bgr: np.ndarray, view: TopDown, conf: float | None = None) -> list[Token]:
         """Tokens in a canonical top-down image made with ``view``; positions in board millimetres.
-        ``conf`` lowers (or raises) the score threshold for this call; ``half_turn``: see ``predict``."""
+        ``conf`` lowers (or raises) the score threshold for this call."""
         height, width = np.asarray(canonical_bgr).shape[:2]
         if (width, height) != view.size:
             raise KnockcamError(f"canonical image is {width}x{height} px but the view is {view.size[0]}x"
                                 f"{view.size[1]} px: make it with knockcam.detect.canonical.warp_to_canonical")
-        found, box = self.predict(canonical_bgr, conf, half_turn)
+        found, box = self.predict(canonical_bgr, conf)
         if not len(found):
             return []
         xy_mm = view.to_mm(box.to_image(found.centres))
@@ -292,14 +257,14 @@ class TokenModel:
                 for (x, y), s, c in zip(xy_mm, found.scores, found.classes)]
 
     def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board,
-               conf: float | None = None, half_turn: bool = False) -> list[Token]:
+               conf: float | None = None) -> list[Token]:
         """Tokens in a photo of the board: warp to the canonical view, detect, map back to image pixels too."""
         from dataclasses import replace
 
         from knockcam.detect.canonical import warp_to_canonical
 
         canonical, view = warp_to_canonical(_as_bgr(image_bgr), calibration, board)
-        tokens = self.detect_canonical(canonical, view, conf, half_turn)
+        tokens = self.detect_canonical(canonical, view, conf)
         if not tokens:
             return []
         xy_px = calibration.mm_to_px([t.xy_mm for t in tokens])

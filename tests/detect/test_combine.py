@@ -143,47 +143,17 @@ def test_the_model_alone_leaves_a_middling_score_to_a_human(monkeypatch):
     monkeypatch.setattr(verify, "load_alone", lambda: None)
 
     class Model:  # plays TokenModel: returns its tokens whatever the photo
-        conf, sure_conf, sure_conf_alone, support_conf, half_turn_alone = 0.1, 0.25, 0.6, 0.01, True
-        half_turns: list = []
+        conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01
 
-        def detect(self, image, calibration, board, conf=None, half_turn=False):
-            self.half_turns.append(half_turn)
+        def detect(self, image, calibration, board, conf=None):
             return [t("red", 100.0, 400.0, conf=0.45), t("blue", 300.0, 700.0, conf=0.9),
                     t("green", 200.0, 200.0, conf=0.15)]
 
     board = load_board()
     cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
-    model = Model()
-    found = detect(np.zeros((72, 128, 3), np.uint8), cal, board, reference=None, model=model).tokens
+    found = detect(np.zeros((72, 128, 3), np.uint8), cal, board, reference=None, model=Model()).tokens
     assert [(k.side, k.unsure) for k in found] == [("red", True), ("blue", False), ("green", True)]
     assert [p.ambiguous for p in assign(list(found), board)] == [True, False, True]
-    assert model.half_turns == [True]  # a photo alone: the network looks at the view turned too (half_turn_alone)
-
-
-def test_the_half_turn_look_is_for_a_photo_alone(monkeypatch):
-    """With the empty-board frame the network looks once (measured: the turned look did not help there)."""
-    from knockcam.calibrate.calibration import Calibration
-    from knockcam.detect import reference
-
-    def stop(*_args, **_kwargs):
-        raise RuntimeError("the frame was compared")
-
-    monkeypatch.setattr(reference, "look", stop)
-
-    class Model:
-        conf, support_conf, half_turn_alone = 0.1, 0.01, True
-        half_turns: list = []
-
-        def detect(self, image, calibration, board, conf=None, half_turn=False):
-            self.half_turns.append(half_turn)
-            return []
-
-    cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
-    model = Model()
-    with pytest.raises(RuntimeError, match="compared"):
-        detect(np.zeros((72, 128, 3), np.uint8), cal, load_board(), reference=np.zeros((72, 128, 3), np.uint8),
-               model=model)
-    assert model.half_turns == [False]
 
 
 def test_the_calibration_error_is_added_once_after_combining():

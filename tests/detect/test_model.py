@@ -11,8 +11,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from knockcam.board.layout import load_board
 from knockcam.detect.canonical import canonical_view
 from knockcam.detect.model import (
-    PAD_VALUE, STRIDES, Letterbox, TokenModel, decode, default_model_path, half_turn_mean, input_hw_for, letterbox, nms,
-    sigma_for, sigma_table,
+    PAD_VALUE, Letterbox, TokenModel, decode, default_model_path, input_hw_for, letterbox, nms, sigma_for, sigma_table,
 )
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
@@ -274,74 +273,6 @@ def test_model_path_can_be_overridden(monkeypatch, tmp_path):
     assert default_model_path().name == "tokens.onnx"
 
 
-# --- the half-turn look (a photo alone) ---------------------------------------------------------
-
-class SpotSession:
-    """Plays a detector on the anchor grids: a token at the brightest pixel of the input, in the finest
-    grid's cell that holds it, scored ``up`` when that pixel is in the input's top half, else ``down``
-    (a token the network sees better one way round)."""
-
-    def __init__(self, hw, up=0.8, down=0.8, nc=4):
-        self.hw, self.up, self.down, self.nc, self.blobs = hw, up, down, nc, []
-
-    def run(self, _names, feeds):
-        blob = next(iter(feeds.values()))
-        self.blobs.append(blob)
-        h, w = self.hw
-        out = np.zeros((1, 4 + self.nc, sum((h // s) * (w // s) for s in STRIDES)), np.float32)
-        y, x = np.unravel_index(np.argmax(blob[0].sum(axis=0)), (h, w))
-        k = (y // STRIDES[0]) * (w // STRIDES[0]) + x // STRIDES[0]
-        out[0, :4, k] = (x + 0.5, y + 0.5, 20, 20)
-        out[0, 4 + 2, k] = self.up if y < h / 2 else self.down
-        return [out]
-
-
-def spot_image(hw, x, y):
-    image = np.zeros((hw[0], hw[1], 3), np.uint8)
-    image[y, x] = 255
-    return image
-
-
-def test_the_half_turn_look_finds_a_token_where_the_first_look_does():
-    hw = input_hw_for(VIEW)
-    model = fake_model(None, hw)
-    model.session = SpotSession(hw)
-    for x, y in ((37, 101), (hw[1] - 3, 5), (0, hw[0] - 1)):
-        one, _ = model.predict(spot_image(hw, x, y))
-        both, _ = model.predict(spot_image(hw, x, y), half_turn=True)
-        assert len(one) == len(both) == 1  # the two looks meet on one anchor: one token, not two at half score
-        assert both.centres[0] == pytest.approx(one.centres[0]) and both.centres[0] == pytest.approx((x + 0.5, y + 0.5))
-        assert both.scores[0] == pytest.approx(0.8) and both.classes[0] == 2
-    turned = model.session.blobs[-1]
-    assert np.array_equal(turned, model.session.blobs[-2][:, :, ::-1, ::-1])  # the second look is the input turned
-
-
-def test_the_half_turn_look_averages_a_token_seen_one_way_round():
-    hw = input_hw_for(VIEW)
-    model = fake_model(None, hw)
-    model.session = SpotSession(hw, up=0.9, down=0.1)
-    found, _ = model.predict(spot_image(hw, 50, 40), conf=0.05, half_turn=True)  # top half: 0.9, turned: 0.1
-    assert len(found) == 1 and found.scores[0] == pytest.approx(0.5)
-    model.session = SpotSession(hw, up=0.0, down=0.6)
-    assert len(model.predict(spot_image(hw, 50, 40), conf=0.25)[0]) == 0  # missed the first way round ...
-    found, _ = model.predict(spot_image(hw, 50, 40), conf=0.25, half_turn=True)
-    assert len(found) == 1 and found.scores[0] == pytest.approx(0.3)  # ... found by the turned look, at half its score
-
-
-def test_the_half_turn_look_needs_the_anchor_grids():
-    hw = input_hw_for(VIEW)
-    out = classic_output([], n_anchors=50)
-    with pytest.raises(KnockcamError, match="half_turn_alone"):
-        half_turn_mean(out, out, hw)
-    with pytest.raises(KnockcamError, match="half_turn_alone"):
-        half_turn_mean(out, out, (hw[0] + 4, hw[1]))
-    end_to_end = np.zeros((1, 3, 6), np.float32)
-    end_to_end[0, 0] = (10, 10, 30, 30, 0.9, 1)
-    model = fake_model(end_to_end, hw)
-    found, _ = model.predict(np.zeros((hw[0], hw[1], 3), np.uint8), half_turn=True)
-    assert len(found) == 1  # an end-to-end export has no anchor grid to average: one look
-
-
 # --- the shipped weights ------------------------------------------------------------------------
 
 SHIPPED = Path(__file__).resolve().parents[2] / "models" / "tokens.onnx"
@@ -356,23 +287,6 @@ def test_shipped_model_fits_the_canonical_view_and_names_the_sides():
     assert model.input_hw == input_hw_for(VIEW)
     empty_table = np.full((VIEW.size[1], VIEW.size[0], 3), 114, np.uint8)
     assert model.detect_canonical(empty_table, VIEW) == []
-    assert model.detect_canonical(empty_table, VIEW, half_turn=True) == []
-
-
-@needs_weights
-def test_the_shipped_model_places_tokens_alike_in_both_looks():
-    from knockcam.bench import make_scene
-    from knockcam.detect.canonical import warp_to_canonical
-
-    model = TokenModel(SHIPPED)
-    scene = make_scene(BOARD, 29050)
-    canon, view = warp_to_canonical(scene.image, scene.calibration, BOARD)
-    one = model.detect_canonical(canon, view, conf=0.5)
-    both = model.detect_canonical(canon, view, conf=0.5, half_turn=True)
-    assert len(one) >= 4 and len(both) >= len(one) - 1
-    for t in one:  # a confident token: the same side, within a pixel of the canonical view (2.5 mm)
-        nearest = min(both, key=lambda u: np.hypot(u.xy_mm[0] - t.xy_mm[0], u.xy_mm[1] - t.xy_mm[1]))
-        assert nearest.side == t.side and np.hypot(nearest.xy_mm[0] - t.xy_mm[0], nearest.xy_mm[1] - t.xy_mm[1]) < 2.5
 
 
 def test_sigma_by_score_is_read_highest_score_first_and_must_cover_every_score():

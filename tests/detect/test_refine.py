@@ -110,9 +110,9 @@ def test_the_model_alone_has_its_bases_placed_again_by_the_refiner_of_a_photo_al
     monkeypatch.setattr(verify, "load_alone", lambda: None)  # the fake tokens stand nowhere in this photo
 
     class Model:  # plays TokenModel: returns its tokens whatever the photo
-        conf, sure_conf, sure_conf_alone, support_conf, half_turn_alone = 0.1, 0.25, 0.6, 0.01, True
+        conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01
 
-        def detect(self, image, calibration, board, conf=None, half_turn=False):
+        def detect(self, image, calibration, board, conf=None):
             return [Token("red", (200.0, 500.0), 0.9, sigma_mm=2.0), Token("blue", (120.0, 350.0), 0.4, sigma_mm=3.0)]
 
     monkeypatch.setattr(refine, "load_alone", lambda: ToldAlone([[3.0, 0.0, 0.4], [0.0, -2.0, 3.0]]))

@@ -484,9 +484,9 @@ def test_detect_without_a_reference_asks_the_verifier_of_a_photo_alone(monkeypat
     asked = []
 
     class Model:  # plays TokenModel: returns its candidates whatever the photo
-        conf, sure_conf, sure_conf_alone, support_conf, half_turn_alone = 0.1, 0.25, 0.6, 0.01, True
+        conf, sure_conf, sure_conf_alone, support_conf = 0.1, 0.25, 0.6, 0.01
 
-        def detect(self, image, calibration, board, conf=None, half_turn=False):
+        def detect(self, image, calibration, board, conf=None):
             asked.append(conf)
             return [Token("red", (200.0, 500.0), 0.9), Token("blue", (120.0, 350.0), 0.4),
                     Token("green", (300.0, 700.0), 0.05)]

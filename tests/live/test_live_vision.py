@@ -10,9 +10,9 @@ from knockcam.live.vision import StillDetector
 
 
 class FakeModel:
-    conf, support_conf, sure_conf_alone, half_turn_alone = 0.1, 0.01, 0.6, True
+    conf, support_conf, sure_conf_alone = 0.1, 0.01, 0.6
 
-    def detect(self, image, calibration, board, conf=None, half_turn=False):
+    def detect(self, image, calibration, board, conf=None):
         return [Token("red", (150.0, 400.0), 0.9, sigma_mm=1.6),
                 Token("blue", (250.0, 600.0), 0.15, sigma_mm=1.6, unsure=True)]
 
@@ -30,7 +30,7 @@ def test_a_token_the_model_is_unsure_of_is_not_taken_for_a_slide(monkeypatch):
 
 
 class ConfidentModel(FakeModel):
-    def detect(self, image, calibration, board, conf=None, half_turn=False):
+    def detect(self, image, calibration, board, conf=None):
         return [Token("red", (150.0, 400.0), 0.9, sigma_mm=1.6),      # on the board
                 Token("yellow", (-80.0, 400.0), 0.9, sigma_mm=1.6)]   # on the table, beyond the board
 
