@@ -6,12 +6,11 @@ the fixtures show every case at least once while staying small.
 
 from __future__ import annotations
 
-import copy
 from pathlib import Path
 
 from knockcam.board.layout import Board
 from knockcam.synth.output import write_bytes, write_json
-from knockcam.synth.scene import config, make_photo
+from knockcam.synth.scene import config, make_photo, merge
 
 FIXTURE_SEED = 4
 NO_OCCLUDERS = {"occluders": {"hand_p": 0.0, "cup_p": 0.0, "card_p": 0.0, "banknote_p": 0.0}}
@@ -35,17 +34,6 @@ CASES: dict[str, dict] = {
     "empty_board": {"tokens": {"side_present_p": 0.0}, **NO_OCCLUDERS},
 }
 VIDEO_INDEX = 3  # video 3 of run FIXTURE_SEED: a flick from behind GO! knocks a token onto Luxury Tax
-
-
-def merge(base: dict, over: dict) -> dict:
-    """``base`` with ``over``'s values in, nested dicts merged (a placement table is replaced whole)."""
-    out = copy.deepcopy(base)
-    for key, value in over.items():
-        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "placement":
-            out[key] = merge(out[key], value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
 
 
 def case_config(name: str) -> dict:

@@ -6,6 +6,7 @@ camera, board and light and move only the tokens and occluders between frames.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field, replace
 
 import cv2
@@ -14,6 +15,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.errors import KnockcamError
 from knockcam.sides import SHAPES, SIDES
 from knockcam.synth import occluders as occ
 from knockcam.synth.art import BoardArt, render_board_art
@@ -158,8 +160,26 @@ class Rendered:
         }
 
 
-def config() -> dict:
-    return settings.load("synth")
+def config(preset: str | None = None) -> dict:
+    """The renderer's settings (data/synth.yaml), with the named ``preset`` (its ``presets`` section) merged in."""
+    cfg = settings.load("synth")
+    if preset is None:
+        return cfg
+    presets = cfg.get("presets", {})
+    if preset not in presets:
+        raise KnockcamError(f"no synth preset {preset!r} (knockcam/data/synth.yaml presets: {', '.join(presets) or 'none'})")
+    return merge(cfg, presets[preset])
+
+
+def merge(base: dict, over: dict) -> dict:
+    """``base`` with ``over``'s values in, nested dicts merged (a placement table is replaced whole)."""
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict) and key != "placement":
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ from knockcam.detect import load_model
 from knockcam.detect.fallen_train import (balanced, pair_examples, pair_placement_examples, placement_examples,
                                           scene_examples)
 from knockcam.settings import load
-from knockcam.synth.fixtures import merge
+from knockcam.synth.scene import merge
 from knockcam.synth.scene import config
 
 BOARD = load_board()

@@ -1,0 +1,52 @@
+"""Named changes to the renderer's ranges (synth.yaml presets), as 'knockcam synth --preset' renders them."""
+
+import json
+
+import numpy as np
+import pytest
+
+from knockcam.board.layout import load_board
+from knockcam.cli import main
+from knockcam.errors import KnockcamError
+from knockcam.synth.scene import config, sample_scene
+
+BOARD = load_board()
+
+
+def test_crowded_preset_changes_the_tokens_only():
+    plain, crowded = config(), config("crowded")
+    assert crowded["tokens"]["placement"]["touching"] > plain["tokens"]["placement"]["touching"]
+    assert crowded["tokens"]["per_side_min"] == 2
+    assert sum(crowded["tokens"]["placement"].values()) == pytest.approx(1.0)
+    for key in plain:
+        if key != "tokens":
+            assert crowded[key] == plain[key]
+    assert crowded["tokens"]["per_side_max"] == plain["tokens"]["per_side_max"]
+
+
+def test_crowded_scenes_have_more_touching_bases():
+    """Over the same seeds, crowded scenes put more pairs of bases within a base's diameter (+2 mm)."""
+    def touching_pairs(cfg):
+        pairs = 0
+        for index in range(12):
+            tokens = sample_scene(BOARD, np.random.default_rng([77, index]), cfg).tokens
+            xy = np.array([t.xy_mm for t in tokens]).reshape(-1, 2)
+            d = np.hypot(*(xy[:, None, :] - xy[None, :, :]).transpose(2, 0, 1))
+            pairs += int(np.sum(np.triu(d < BOARD.token.base_diameter_mm + 2, 1)))
+        return pairs
+    assert touching_pairs(config("crowded")) > touching_pairs(config())
+
+
+def test_unknown_preset_is_a_clear_error(tmp_path, capsys):
+    with pytest.raises(KnockcamError, match="crowded"):
+        config("no_such_preset")
+    assert main(["synth", str(tmp_path / "x"), "--count", "1", "--preset", "no_such_preset"]) == 2
+    assert "no synth preset" in capsys.readouterr().err
+    assert main(["synth", str(tmp_path / "f"), "--fixtures", "--preset", "crowded"]) == 2
+
+
+def test_preset_renders_a_yolo_set(tmp_path, capsys):
+    assert main(["synth", str(tmp_path / "y"), "--count", "2", "--seed", "5", "--yolo", "--preset", "crowded",
+                 "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["count"] == 2 and summary["labels"] > 0
