@@ -35,6 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.board.layout import load_board
     from knockcam.errors import KnockcamError
     from knockcam.synth.batch import generate
+    from knockcam.synth.scene import config
 
     if args.count is None:
         args.count = 300 if args.bench else 10
@@ -67,8 +68,6 @@ def run(args: argparse.Namespace) -> int:
         return 0
     mode = "yolo" if args.yolo else "video" if args.video else "stills"
     try:
-        from knockcam.synth.scene import config
-
         result = generate(args.out_dir, board, args.count, args.seed, mode=mode, workers=args.workers,
                           cfg=config(args.preset))
     except OSError as exc:

@@ -81,8 +81,7 @@ def _examples(section: str, examples, board: Board, scenes: int | None, val_scen
     ``examples`` of the renders of each, made with the recipe's ``fallen_p`` (many more lying tokens
     than in play). KnockcamError without the [train] extra."""
     need_torch()
-    from knockcam.synth.scene import merge
-    from knockcam.synth.scene import config
+    from knockcam.synth.scene import config, merge
 
     recipe, geometry, seeds, val_seeds = plan(section, scenes, val_scenes, epochs)
     synth_cfg = merge(config(), {"tokens": {"fallen_p": float(recipe["fallen_p"])}})
