@@ -330,6 +330,14 @@ def _auto_calibration(image: np.ndarray, board: Board, max_error_mm: float,
     return cal
 
 
+def _accepted(cal: Calibration | None, limit_mm: float, accept_offers: bool) -> bool:
+    """Whether the user gets ``cal``: within ``limit_mm``, or (``accept_offers``) refused with an offer of
+    --max-error, which the user accepts."""
+    from knockcam.calibrate.choose import offered_max_error
+
+    return cal is not None and ((cal.error_mm or 0.0) <= limit_mm or (accept_offers and offered_max_error(cal) is not None))
+
+
 def run(board: Board, scenes: int, seed_start: int = 0, model=None,
         progress: Callable[[int], None] | None = None,
         checkpoint: Callable[[list[Tally], dict, int], None] | None = None,
@@ -339,8 +347,6 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     ``checkpoint(tallies, facts, scenes_done)`` is called every ``checkpoint_every`` scenes, so a
     long run leaves partial results behind.
     """
-    from knockcam.calibrate.choose import offered_max_error
-
     if seed_start < 0 or seed_start + scenes > HELD_OUT_LIMIT:
         raise KnockcamError(f"benchmark seeds must stay below {HELD_OUT_LIMIT} (training uses the rest): "
                             f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
@@ -358,10 +364,13 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                 True: _auto_calibration(scene.reference, board, loosest)}
         for c in configs:
             tally = tallies[c.name]
-            cal = scene.calibration if c.calibration == "given" else auto[c.reference]
-            if c.calibration == "auto" and cal is not None and (cal.error_mm or 0.0) > limit \
-                    and not (c.accept_offers and offered_max_error(cal) is not None):
-                cal = None  # refused
+            if c.calibration == "given":
+                cal = scene.calibration
+            else:  # with the frame: its calibration, else the photo's, as knockcam score --reference does
+                tried = (auto[True], auto[False]) if c.reference else (auto[False],)
+                cal = next((a for a in tried if _accepted(a, limit, False)), None)
+                if cal is None and c.accept_offers:  # the user accepts the --max-error the refusal offered
+                    cal = next((a for a in tried if _accepted(a, limit, True)), None)
             if cal is None:
                 tally.calibration_failures += 1
                 score_scene(tally, [], scene.tokens, refused=True)
@@ -469,7 +478,8 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         "the empty-board frame or, in a photo alone, by the cover network; its space under one, or its base touching "
         "one) counts as flagged: the human is sent to look there. "
         "With the empty-board frame, the automatic calibration is found in that frame (no tokens in the way), as "
-        "`knockcam score --reference` does; without it, in the photo. "
+        "`knockcam score --reference` does, and in the photo when the frame's is refused (the same camera in the "
+        "same place, as the reference detector needs); without it, in the photo. "
         "A photo the automatic calibration refuses is not scored (the user is told to give the corners): its tokens "
         "count as missed and flagged (`photo refused`), never as answers given. The automatic calibration is "
         f"refused over {limit:g} mm of estimated error (calibrate.yaml quality.max_error_mm), except in the last "
