@@ -24,6 +24,7 @@ from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, UNSURE, Posit
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.quality import Refused, agrees
 from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
@@ -317,12 +318,15 @@ def configurations(has_model: bool) -> list[Config]:
 
 def _auto_calibration(image: np.ndarray, board: Board, max_error_mm: float,
                       ms: list[float] | None = None) -> Calibration | None:
-    """The automatic calibration of ``image`` up to ``max_error_mm`` (None when refused); its time added to ``ms``."""
+    """The automatic calibration of ``image`` (over ``max_error_mm``: the one refused; None when the board is not
+    found); the time of one within that limit added to ``ms``."""
     from knockcam.calibrate import calibrate
 
     t0 = time.perf_counter()
     try:
         cal = calibrate(image, board, max_error_mm=max_error_mm)
+    except Refused as refused:
+        return refused.calibration
     except KnockcamError:
         return None
     if ms is not None:
@@ -366,11 +370,13 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
             tally = tallies[c.name]
             if c.calibration == "given":
                 cal = scene.calibration
-            else:  # with the frame: its calibration, else the photo's, as knockcam score --reference does
+            else:  # with the frame: its calibration, else the photo's where it agrees, as knockcam score --reference
                 tried = (auto[True], auto[False]) if c.reference else (auto[False],)
-                cal = next((a for a in tried if _accepted(a, limit, False)), None)
+                usable = [a for a in tried if a is not None
+                          and (a is auto[True] or not c.reference or agrees(a, auto[True], board))]
+                cal = next((a for a in usable if _accepted(a, limit, False)), None)
                 if cal is None and c.accept_offers:  # the user accepts the --max-error the refusal offered
-                    cal = next((a for a in tried if _accepted(a, limit, True)), None)
+                    cal = next((a for a in usable if _accepted(a, limit, True)), None)
             if cal is None:
                 tally.calibration_failures += 1
                 score_scene(tally, [], scene.tokens, refused=True)

@@ -197,14 +197,15 @@ class Scorer:
             # the engine checks the turn order and pot before any photo is looked at
             round_for((), self.board, tuple(options.order), int(options.pot))
         self.reference = load_photo(options.reference, "empty-board frame") if options.reference else None
-        self._reference_calibration: Calibration | None = None
+        self._frame_calibration: Calibration | KnockcamError | None = None  # found once: the frame's, or its refusal
         self.detect = detector or default_detector
 
     def calibrate(self, image: np.ndarray) -> Calibration:
         """The calibration for a photo: the saved file, the given corners, else found automatically.
 
         With an empty-board frame and nothing else given, the board is found in that frame (no
-        tokens in the way) once, and used for every photo from the same camera.
+        tokens in the way) once, and used for every photo from the same camera; when it is refused
+        there, in each photo (``_calibrate_photo_for_frame``).
         """
         from knockcam.calibrate import calibrate
 
@@ -220,9 +221,34 @@ class Scorer:
                              max_error_mm=opts.max_error_mm)
         if self.reference is None:
             return _automatic(calibrate, image, self.board, opts.max_error_mm)
-        if self._reference_calibration is None:
-            self._reference_calibration = _automatic(calibrate, self.reference, self.board, opts.max_error_mm)
-        return self._reference_calibration
+        if self._frame_calibration is None:
+            try:
+                self._frame_calibration = _automatic(calibrate, self.reference, self.board, opts.max_error_mm)
+            except KnockcamError as refused:
+                self._frame_calibration = refused
+        if isinstance(self._frame_calibration, Calibration):
+            return self._frame_calibration
+        return self._calibrate_photo_for_frame(image, self._frame_calibration)
+
+    def _calibrate_photo_for_frame(self, image: np.ndarray, frame_refused: KnockcamError) -> Calibration:
+        """The empty-board frame's automatic calibration was refused: the photo's own, when it is accepted and
+        agrees with where the frame's refused one put the board (``agrees``). Both come from the same camera in
+        the same place, which the reference detector needs anyway."""
+        from knockcam.calibrate import calibrate
+        from knockcam.calibrate.quality import agrees, corner_errors_mm
+
+        try:
+            cal = _automatic(calibrate, image, self.board, self.options.max_error_mm)
+        except KnockcamError as photo_refused:
+            raise KnockcamError(f"in the empty-board frame, {frame_refused}; in the photo too, {photo_refused}") from None
+        kept = getattr(frame_refused, "calibration", None)  # where the refused one put the board, if it found it
+        if not agrees(cal, kept, self.board):
+            apart = float(corner_errors_mm(cal, kept, self.board).max())
+            raise KnockcamError(f"in the empty-board frame, {frame_refused}; the photo's board lies {apart:.1f} mm from "
+                                f"the frame's, more than the frame's estimated {kept.error_mm:.1f} mm: give --corners "
+                                "\"x,y x,y x,y x,y\" (near-left, near-right, far-right, far-left) or lay the marker sheet")
+        return replace(cal, error_source=f"{cal.error_source}; found in the photo: the empty-board frame's calibration "
+                                         f"was refused ({frame_refused})")
 
     def score(self, path: str | Path) -> ScoredPhoto:
         """Score one photo file."""

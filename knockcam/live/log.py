@@ -17,9 +17,6 @@ from typing import Any
 from knockcam.errors import KnockcamError
 from knockcam.files import read_text
 
-FORMAT = 1
-
-
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 

@@ -168,10 +168,6 @@ class ReplayPrompter:
         self.before_live = before_live  # called with the question before a live ask (to log it)
         self.after_live = after_live  # called with (question, answer) before the answer is acted on
 
-    @property
-    def exhausted(self) -> bool:
-        return not self.logged
-
     def tell(self, message: str) -> None:
         if not self.logged and self.live is not None:
             self.live.tell(message)

@@ -135,11 +135,6 @@ def token_mesh(shape: str, base_diameter_mm: float, height_mm: float) -> Mesh:
     return Mesh(mesh.verts * [sx, sx, sz], mesh.faces)
 
 
-def token_height(shape: str, token: TokenSize) -> float:
-    mesh = token_mesh(shape, token.base_diameter_mm, token.height_mm)
-    return float(mesh.verts[:, 2].max())
-
-
 def pose_token(shape: str, token: TokenSize, xy_mm, yaw: float, fallen_dir: float | None) -> tuple[Mesh, np.ndarray]:
     """The token's mesh in board mm and its base centre (x, y, z).
 

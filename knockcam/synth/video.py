@@ -56,7 +56,6 @@ class Slide:
         self.p = xy.astype(np.float64).copy()
         self.v = np.zeros_like(self.p)
         self.r = radius
-        self.knocked_by: dict[int, int] = {}
 
     def moving(self) -> np.ndarray:
         return np.linalg.norm(self.v, axis=1) > 1e-3
