@@ -215,3 +215,78 @@ def test_a_calibration_in_hand_is_used_as_is_and_checked_against_the_photo():
     with pytest.raises(KnockcamError, match="640x360"):
         score_photo(s.photo, ScoreOptions(calibration=_replace(cal, image_size=(640, 360))),
                     detector=s.truth_detector())
+
+
+# --- automatic calibration with an empty-board frame ----------------------------------------------
+def _frame_and_photo_calibrations(monkeypatch, scorer, frame, photo):
+    """knockcam.calibrate.calibrate answering ``frame`` (a Calibration or an exception) for the scorer's empty-board
+    frame and ``photo`` for anything else; returns the list of images it was asked about ("frame" / "photo")."""
+    import knockcam.calibrate
+
+    asked = []
+
+    def fake(image, board, **kwargs):
+        which = "frame" if image is scorer.reference else "photo"
+        asked.append(which)
+        answer = frame if which == "frame" else photo
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    monkeypatch.setattr(knockcam.calibrate, "calibrate", fake)
+    return asked
+
+
+def _shifted(cal, px):
+    return cal.moved(np.array([[1.0, 0.0, px], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
+
+
+def test_the_empty_board_frame_is_calibrated_once_and_used_for_every_photo(monkeypatch):
+    from knockcam.calibrate.calibration import Calibration
+
+    s = scene()
+    truth = Calibration.load(s.calibration).with_error(1.0, "frame")
+    scorer = Scorer(ScoreOptions(reference=s.empty), detector=s.truth_detector())
+    asked = _frame_and_photo_calibrations(monkeypatch, scorer, truth, _shifted(truth, 3.0))
+    image = cv2.imread(str(s.photo))
+    assert scorer.calibrate(image) is truth and scorer.calibrate(image) is truth
+    assert asked == ["frame"]
+
+
+def test_when_the_frame_is_refused_the_photo_is_calibrated_where_it_agrees(monkeypatch):
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.calibrate.quality import Refused, corner_errors_mm
+
+    s = scene()
+    truth = Calibration.load(s.calibration)
+    image = cv2.imread(str(s.photo))
+    near, far = _shifted(truth, 1.0).with_error(1.5, "photo"), _shifted(truth, 12.0).with_error(1.5, "photo")
+    apart_far = float(corner_errors_mm(far, truth, BOARD).max())
+    refused = Refused("calibration error 4.0 mm is over the 3 mm limit (auto): give --corners", truth.with_error(4.0, "x"))
+    assert float(corner_errors_mm(near, truth, BOARD).max()) < 4.0 < apart_far
+
+    # the frame's board not found at all: the photo's serves, and says so
+    scorer = Scorer(ScoreOptions(reference=s.empty), detector=s.truth_detector())
+    _frame_and_photo_calibrations(monkeypatch, scorer, KnockcamError("board not found: give --corners"), near)
+    cal = scorer.calibrate(image)
+    assert cal.homography.tolist() == near.homography.tolist()
+    assert "found in the photo: the empty-board frame's calibration was refused (board not found" in cal.error_source
+
+    # refused for its error: the photo's within that error of it serves; one further off is refused too
+    scorer = Scorer(ScoreOptions(reference=s.empty), detector=s.truth_detector())
+    asked = _frame_and_photo_calibrations(monkeypatch, scorer, refused, near)
+    assert scorer.calibrate(image).homography.tolist() == near.homography.tolist()
+    scorer.calibrate(image)
+    assert asked == ["frame", "photo", "photo"]  # the frame once, each photo on its own
+    scorer = Scorer(ScoreOptions(reference=s.empty), detector=s.truth_detector())
+    _frame_and_photo_calibrations(monkeypatch, scorer, refused, far)
+    with pytest.raises(KnockcamError, match=rf"the photo's board lies {apart_far:.1f} mm from the frame's, more than "
+                                            r"the frame's estimated 4.0 mm: give --corners"):
+        scorer.calibrate(image)
+
+    # refused in both: one line saying both
+    scorer = Scorer(ScoreOptions(reference=s.empty), detector=s.truth_detector())
+    _frame_and_photo_calibrations(monkeypatch, scorer, refused, KnockcamError("board not found: give --corners"))
+    with pytest.raises(KnockcamError, match=r"^in the empty-board frame, calibration error 4.0 mm .*; in the photo too, "
+                                            r"board not found: give --corners$"):
+        scorer.calibrate(image)

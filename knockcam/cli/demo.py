@@ -111,7 +111,7 @@ def choose_calibration(scene: DemoScene, scorer) -> tuple[object, str]:
 
     saved = _saved_calibration(scene)
     try:
-        auto = scorer.calibrate(load_photo(scene.reference or scene.photo))
+        auto = scorer.calibrate(load_photo(scene.photo))  # the empty-board frame first, when the scorer has one
     except KnockcamError as exc:
         if saved is None:
             raise

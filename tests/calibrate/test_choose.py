@@ -129,3 +129,26 @@ def test_no_max_error_is_offered_where_the_printed_grid_is_poorly_seen(board):
     assert "--max-error" not in str(refused.value)
     forced = calibrate(image, board, max_error_mm=6.0)  # what accepting it anyway would have given
     assert forced.error_mm < 4.0 and corner_errors_mm(forced, rendered.spec.calibration(board), board).max() > 100
+
+
+def test_a_refusal_keeps_the_calibration_it_refused(scene):
+    from knockcam.calibrate.quality import Refused, check
+
+    rough = scene.truth.with_error(4.2, "test")
+    with pytest.raises(Refused, match="4.2 mm is over the 3 mm limit") as err:
+        check(rough, 3.0)
+    assert err.value.calibration is rough
+    assert check(rough, 5.0) is rough
+
+
+def test_a_calibration_agrees_with_a_refused_one_only_within_its_estimate(scene, board):
+    """Where the refused calibration put the board, within its own estimated error, is where the board is."""
+    from knockcam.calibrate.quality import agrees
+
+    shift = np.array([[1.0, 0.0, 4.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])  # 4 px across the photo
+    moved = scene.truth.moved(shift)
+    apart = float(corner_errors_mm(moved, scene.truth, board).max())
+    assert 1.0 < apart < 20.0
+    assert agrees(moved, scene.truth.with_error(apart + 0.5, "refused"), board)
+    assert not agrees(moved, scene.truth.with_error(apart - 0.5, "refused"), board)
+    assert agrees(moved, None, board)  # the board was not found at all in the other image: nothing to contradict
