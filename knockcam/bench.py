@@ -371,12 +371,14 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
             if c.calibration == "given":
                 cal = scene.calibration
             else:  # with the frame: its calibration, else the photo's where it agrees, as knockcam score --reference
-                tried = (auto[True], auto[False]) if c.reference else (auto[False],)
-                usable = [a for a in tried if a is not None
-                          and (a is auto[True] or not c.reference or agrees(a, auto[True], board))]
-                cal = next((a for a in usable if _accepted(a, limit, False)), None)
+                frame, photo = auto[True], auto[False]
+                if c.reference:
+                    tried = (frame, photo) if photo is not None and agrees(photo, frame, board) else (frame,)
+                else:
+                    tried = (photo,)
+                cal = next((a for a in tried if _accepted(a, limit, False)), None)
                 if cal is None and c.accept_offers:  # the user accepts the --max-error the refusal offered
-                    cal = next((a for a in usable if _accepted(a, limit, True)), None)
+                    cal = next((a for a in tried if _accepted(a, limit, True)), None)
             if cal is None:
                 tally.calibration_failures += 1
                 score_scene(tally, [], scene.tokens, refused=True)

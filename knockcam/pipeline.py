@@ -235,13 +235,13 @@ class Scorer:
         agrees with where the frame's refused one put the board (``agrees``). Both come from the same camera in
         the same place, which the reference detector needs anyway."""
         from knockcam.calibrate import calibrate
-        from knockcam.calibrate.quality import agrees, corner_errors_mm
+        from knockcam.calibrate.quality import Refused, agrees, corner_errors_mm
 
         try:
             cal = _automatic(calibrate, image, self.board, self.options.max_error_mm)
         except KnockcamError as photo_refused:
             raise KnockcamError(f"in the empty-board frame, {frame_refused}; in the photo too, {photo_refused}") from None
-        kept = getattr(frame_refused, "calibration", None)  # where the refused one put the board, if it found it
+        kept = frame_refused.calibration if isinstance(frame_refused, Refused) else None  # None: board not found
         if not agrees(cal, kept, self.board):
             apart = float(corner_errors_mm(cal, kept, self.board).max())
             raise KnockcamError(f"in the empty-board frame, {frame_refused}; the photo's board lies {apart:.1f} mm from "
