@@ -23,7 +23,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     src.add_argument("--camera", metavar="N", type=int, help="OpenCV camera number (0 = the first webcam)")
     src.add_argument("--video", metavar="FILE", help="a video file instead of a camera")
     parser.add_argument("--calibration", metavar="FILE", help="calibration file from 'knockcam calibrate' "
-                        "(default: automatic on the first frame)")
+                        "(default: found automatically in the first frames)")
     parser.add_argument("--reference", metavar="IMAGE", help="empty-board photo from this camera "
                         "(default: the first still frame, so start with the board clear)")
     parser.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")

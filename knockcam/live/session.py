@@ -48,6 +48,23 @@ class RunStats:
         return self.frames / self.wall_s if self.wall_s > 0 else 0.0
 
 
+@dataclass
+class BoardSearch:
+    """The automatic calibration's tries on the frames of a live game: when, how many, the last refusal."""
+
+    retry_s: float  # a refused frame: the next try this many seconds of frames later ...
+    give_up_s: float  # ... until this long after the first try
+    tries: int = 0
+    first_t: float | None = None
+    next_t: float = float("-inf")
+    refused: str = ""
+
+    def gave_up(self, why: str) -> str:
+        """The one-line error when the board was never found."""
+        return (f"no --calibration given and the board was not found automatically ({why}; the last: "
+                f"{self.refused}); give --calibration from 'knockcam calibrate' on a photo from this camera")
+
+
 def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side: int, reslide_off_board: str,
             review: str, source: dict, calibration: Calibration | None = None,
             reference: np.ndarray | None = None, fsync: bool = True) -> GameLog:
@@ -175,7 +192,7 @@ class LiveGame:
         quality = int(cfg["evidence"]["jpeg_quality"])
         factory = detector_factory or (lambda cal, ref: _default_detector(self.board, cal, ref, self.model))
         stats = RunStats()
-        gate = detector = watch = None
+        gate = detector = watch = search = None
         paused_for_camera = False
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
@@ -195,7 +212,11 @@ class LiveGame:
                 self.log.append("request", what="review")
                 self.tracker.request_review()
             if self.calibration is None:
-                self.calibration = self._auto_calibrate(frame.image)
+                search = search or BoardSearch(float(cfg["calibration"]["retry_s"]), float(cfg["calibration"]["give_up_s"]))
+                if not self._look_for_board(frame, search):
+                    if self.display is not None and self.display.show:
+                        self.display.frame(frame.image, None, self.tracker.snapshot(), "looking for the board")
+                    continue
             if gate is None:
                 gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
             g0 = clock()
@@ -267,19 +288,40 @@ class LiveGame:
             if self.tracker.phase == "over":
                 break
         stats.wall_s = clock() - start
+        if self.calibration is None and search is not None:
+            raise KnockcamError(search.gave_up(f"{search.tries} tries before the frames ended"))
         return stats
 
-    def _auto_calibrate(self, image: np.ndarray) -> Calibration:
+    def _look_for_board(self, frame: Frame, search: "BoardSearch") -> bool:
+        """No calibration given: find the board automatically in this frame, if it is time for another try.
+
+        A refusal is told once and tried again on later frames (a webcam's first frames are often dark or
+        out of focus; an arm may be over the board), until ``search.give_up_s`` of frames have passed.
+        """
         from knockcam.calibrate.choose import calibrate_automatically
 
+        if frame.t < search.next_t:
+            return False
+        search.tries += 1
+        if search.first_t is None:
+            search.first_t = frame.t
         try:
-            cal = calibrate_automatically(image, self.board, max_error_mm=self.max_error_mm)
+            cal = calibrate_automatically(frame.image, self.board, max_error_mm=self.max_error_mm)
         except KnockcamError as exc:
-            raise KnockcamError(f"no --calibration given and automatic calibration failed ({exc}); or give "
-                                "--calibration from 'knockcam calibrate' on a photo from this camera") from None
-        log_calibration(self.log, cal, self.board, "automatic, first frame")
-        self.tell(f"calibrated automatically (error {cal.error_mm or 0:.1f} mm)")
-        return cal
+            search.refused = str(exc)
+            if search.tries == 1:
+                self.log.append("camera", trouble="board not found", message=search.refused, frame=frame.index)
+                self.tell(f"board not found in the first frame ({exc}); looking again every {search.retry_s:g} s "
+                          f"for {search.give_up_s:g} s: clear the board and let the camera settle")
+            if frame.t - search.first_t >= search.give_up_s:
+                raise KnockcamError(search.gave_up(f"{search.tries} tries over {search.give_up_s:g} s of frames")) from None
+            search.next_t = frame.t + search.retry_s
+            return False
+        where = "first frame" if search.tries == 1 else f"frame {frame.index}, try {search.tries}"
+        log_calibration(self.log, cal, self.board, f"automatic, {where}")
+        self.tell(f"calibrated automatically on the {where} (error {cal.error_mm or 0:.1f} mm)")
+        self.calibration = cal
+        return True
 
     def _watch(self, reference: np.ndarray):
         from knockcam.calibrate.motion import CameraWatch

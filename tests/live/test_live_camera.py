@@ -140,3 +140,57 @@ def test_sub_pixel_registration_finds_a_camera_bump(demo):
     g = refine_shift(demo.empty, bumped, np.eye(3))
     assert g[0, 2] == pytest.approx(0.7, abs=0.1) and g[1, 2] == pytest.approx(-0.4, abs=0.1)
     assert np.abs(refine_shift(demo.empty, demo.frames[demo.marks[0] + 5], np.eye(3)) - np.eye(3)).max() < 0.05
+
+
+@pytest.fixture(scope="module")
+def empty_720p(board):
+    """An empty board at 1280x720, the size the automatic calibration is benchmarked at, and its true calibration."""
+    from knockcam.live.compose import Composer
+
+    composer = Composer(board, seed=5, size=(1280, 720))
+    return composer.empty, composer.spec.calibration(board)
+
+
+def _warming_up(image, frames):
+    """A webcam's first frames: black until its sensor starts (a few gray levels of noise)."""
+    rng = np.random.default_rng(0)
+    return [rng.integers(0, 4, image.shape, dtype=np.uint8) for _ in range(frames)]
+
+
+def _search_game(tmp_path):
+    log = tmp_path / "search.jsonl"
+    new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
+            review="ambiguous", source={"frames": "memory"}, fsync=False).close()
+    prompter = ScriptedPrompter(dict(DEMO_ANSWERS))
+    return log, prompter, LiveGame(log, prompter, fsync=False, model=None)
+
+
+def test_no_calibration_looks_for_the_board_again_until_it_is_found(empty_720p, board, tmp_path):
+    from knockcam.calibrate.quality import corner_errors_mm
+
+    empty, truth = empty_720p
+    log, prompter, live = _search_game(tmp_path)
+    # 45 dark frames (1.5 s at 30 fps): tries at 0 s and 1 s are refused, the one at 2 s finds the board
+    frames = _warming_up(empty, 45) + [empty] * 30
+    live.run(list_source(frames, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    entries = read_log(log)
+    refused = [e for e in entries if e["kind"] == "camera"]
+    assert [(e["trouble"], e["frame"]) for e in refused] == [("board not found", 0)]
+    assert any(t.startswith("board not found in the first frame") for t in prompter.told)
+    calibrations = [e for e in entries if e["kind"] == "calibration"]
+    assert len(calibrations) == 1 and "frame 60, try 3" in calibrations[0]["note"]
+    assert float(corner_errors_mm(live.calibration, truth, board).max()) < 3.0
+    assert [e for e in entries if e["kind"] == "reference"]  # the game went on: the empty board was taken
+
+
+def test_no_calibration_gives_up_with_what_to_do(empty_720p, tmp_path, monkeypatch):
+    from knockcam import settings
+
+    empty, _ = empty_720p
+    monkeypatch.setitem(settings.load("live")["calibration"], "give_up_s", 2.0)
+    _, _, live = _search_game(tmp_path)
+    with pytest.raises(KnockcamError, match=r"not found automatically \(3 tries over 2 s of frames.*give --calibration"):
+        live.run(list_source(_warming_up(empty, 90), 30.0))
+    _, _, live = _search_game(tmp_path / "short")
+    with pytest.raises(KnockcamError, match=r"2 tries before the frames ended"):
+        live.run(list_source(_warming_up(empty, 40), 30.0))

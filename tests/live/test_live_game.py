@@ -132,12 +132,17 @@ def test_frames_ending_mid_game_exit_3_and_resume_finishes_it(demo, demo_files, 
 
 def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_do(demo_files, tmp_path, capsys):
     """The 480x270 demo video: the automatic method puts the board 28 mm off and says 18 mm. Live mode
-    used to play the whole game on it; now it stops at the first frame, in one line, before any turn."""
+    used to play the whole game on it; now it looks again each second of frames (here 40 frames: two
+    tries) and stops in one line, before any turn."""
     log = tmp_path / "refused.jsonl"
     code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
-                 "--tokens", "2", "--log", str(log), "--quiet", "--no-model", "--answers", str(demo_files["answers"])])
-    last = capsys.readouterr().err.splitlines()[-1]  # after the line naming the game log
-    assert code == 2 and last.startswith("knockcam: error: no --calibration given and automatic calibration failed")
+                 "--tokens", "2", "--log", str(log), "--quiet", "--no-model", "--answers", str(demo_files["answers"]),
+                 "--max-frames", "40"])
+    err = capsys.readouterr().err.splitlines()
+    last = err[-1]  # after the line naming the game log
+    assert code == 2 and last.startswith("knockcam: error: no --calibration given and the board was not found "
+                                         "automatically (2 tries before the frames ended")
+    assert not [e for e in read_log(log) if e["kind"] in ("calibration", "observation")]
     assert "calibration error" in last and "over the 3 mm limit" in last and "give --calibration" in last
     accepted = tmp_path / "accepted.jsonl"  # the user may accept the larger error, as with knockcam score
     code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
