@@ -57,12 +57,14 @@ class BoardSearch:
     tries: int = 0
     first_t: float | None = None
     next_t: float = float("-inf")
-    refused: str = ""
+    refused: str = ""  # why the last try was refused
+    offer: float | None = None  # the --max-error that would have accepted it, where one is offered
 
     def gave_up(self, why: str) -> str:
         """The one-line error when the board was never found."""
+        accept = "" if self.offer is None else f", or accept the last one with --max-error {self.offer:g}"
         return (f"no --calibration given and the board was not found automatically ({why}; the last: "
-                f"{self.refused}); give --calibration from 'knockcam calibrate' on a photo from this camera")
+                f"{self.refused}): give --calibration from 'knockcam calibrate' on a photo from this camera{accept}")
 
 
 def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side: int, reslide_off_board: str,
@@ -298,7 +300,8 @@ class LiveGame:
         A refusal is told once and tried again on later frames (a webcam's first frames are often dark or
         out of focus; an arm may be over the board), until ``search.give_up_s`` of frames have passed.
         """
-        from knockcam.calibrate.choose import calibrate_automatically
+        from knockcam.calibrate.choose import calibrate_automatically, offered_max_error
+        from knockcam.calibrate.quality import Refused
 
         if frame.t < search.next_t:
             return False
@@ -308,11 +311,13 @@ class LiveGame:
         try:
             cal = calibrate_automatically(frame.image, self.board, max_error_mm=self.max_error_mm)
         except KnockcamError as exc:
-            search.refused = str(exc)
+            search.refused = str(exc).split(": ", 1)[0]  # what went wrong; its advice is for knockcam score
+            search.offer = offered_max_error(exc.calibration) if isinstance(exc, Refused) else None
             if search.tries == 1:
-                self.log.append("camera", trouble="board not found", message=search.refused, frame=frame.index)
-                self.tell(f"board not found in the first frame ({exc}); looking again every {search.retry_s:g} s "
-                          f"for {search.give_up_s:g} s: clear the board and let the camera settle")
+                self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
+                self.tell(f"first frame: {search.refused}; looking for the board again every "
+                          f"{search.retry_s:g} s for {search.give_up_s:g} s: clear the board, light it and let the "
+                          "camera settle")
             if frame.t - search.first_t >= search.give_up_s:
                 raise KnockcamError(search.gave_up(f"{search.tries} tries over {search.give_up_s:g} s of frames")) from None
             search.next_t = frame.t + search.retry_s

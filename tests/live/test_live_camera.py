@@ -176,7 +176,7 @@ def test_no_calibration_looks_for_the_board_again_until_it_is_found(empty_720p, 
     entries = read_log(log)
     refused = [e for e in entries if e["kind"] == "camera"]
     assert [(e["trouble"], e["frame"]) for e in refused] == [("board not found", 0)]
-    assert any(t.startswith("board not found in the first frame") for t in prompter.told)
+    assert any(t.startswith("first frame: board not found; looking for the board again") for t in prompter.told)
     calibrations = [e for e in entries if e["kind"] == "calibration"]
     assert len(calibrations) == 1 and "frame 60, try 3" in calibrations[0]["note"]
     assert float(corner_errors_mm(live.calibration, truth, board).max()) < 3.0
@@ -194,3 +194,13 @@ def test_no_calibration_gives_up_with_what_to_do(empty_720p, tmp_path, monkeypat
     _, _, live = _search_game(tmp_path / "short")
     with pytest.raises(KnockcamError, match=r"2 tries before the frames ended"):
         live.run(list_source(_warming_up(empty, 40), 30.0))
+
+
+def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():
+    from knockcam.live.session import BoardSearch
+
+    search = BoardSearch(1.0, 30.0, tries=30, refused="calibration error 4.2 mm is over the 3 mm limit (auto)", offer=4.5)
+    text = search.gave_up("30 tries over 30 s of frames")
+    assert text.endswith("give --calibration from 'knockcam calibrate' on a photo from this camera, or accept the "
+                         "last one with --max-error 4.5")
+    assert "--max-error" not in BoardSearch(1.0, 30.0, refused="board not found").gave_up("1 try")

@@ -144,6 +144,7 @@ def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_
                                          "automatically (2 tries before the frames ended")
     assert not [e for e in read_log(log) if e["kind"] in ("calibration", "observation")]
     assert "calibration error" in last and "over the 3 mm limit" in last and "give --calibration" in last
+    assert "--corners" not in last  # knockcam score's advice: live mode takes a calibration file
     accepted = tmp_path / "accepted.jsonl"  # the user may accept the larger error, as with knockcam score
     code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
                  "--tokens", "2", "--log", str(accepted), "--quiet", "--no-model", "--answers",
