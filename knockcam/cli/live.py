@@ -89,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(report)
         return 0
 
+    answers = load_answers(args.answers) if args.answers else None  # a bad answers file fails before any log is written
     source = None
     if args.resume:
         log_path = Path(args.resume)
@@ -140,8 +141,7 @@ def run(args: argparse.Namespace) -> int:
         n_answers = 0
         print(f"game log: {log_path} (round 1 order: {', '.join(order)})", file=sys.stderr)
 
-    if args.answers:
-        answers = load_answers(args.answers)
+    if answers is not None:
         prompter = ScriptedPrompter(answers, skip=n_answers if isinstance(answers, list) else 0,
                                     echo=None if args.quiet else sys.stdout)
     else:

@@ -186,11 +186,13 @@ def video_source(path: str, start_index: int = 0) -> CaptureSource:
                         break
         return cap
 
-    cap = open_capture()
-    if cap is None:
-        raise KnockcamError(f"cannot read video {path}: not a video OpenCV can decode")
+    cap = cv2.VideoCapture(str(path))
+    readable = cap.isOpened() and cap.read()[0]  # OpenCV opens some files it then cannot decode a frame of
     fps = float(cap.get(cv2.CAP_PROP_FPS)) or 30.0
     cap.release()
+    if not readable:
+        raise KnockcamError(f"cannot read video {path}: no frame of it decodes; give a video OpenCV can read "
+                            "(MP4 or AVI), or --camera N")
     return CaptureSource(open_capture, live=False, fps=fps, start_index=start_index, name=f"video {path}")
 
 

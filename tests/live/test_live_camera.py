@@ -60,6 +60,16 @@ def test_missing_video_is_a_clear_error(tmp_path):
         video_source(str(tmp_path / "nope.avi"))
 
 
+@pytest.mark.parametrize("name", ["game.mp4", "photo.jpg"])
+def test_a_file_that_is_no_video_is_a_clear_error_not_an_empty_game(tmp_path, name):
+    """OpenCV opens some such files (a .jpg as a one-image sequence) and then reads no frame: once that made
+    a game of 0 frames (exit code 3)."""
+    fake = tmp_path / name
+    fake.write_text("not a video", encoding="utf-8")
+    with pytest.raises(KnockcamError, match="cannot read video .*no frame of it decodes"):
+        video_source(str(fake))
+
+
 def test_a_disconnected_camera_pauses_and_resumes_when_frames_return():
     clock = FakeClock()
     cap = ListCapture([_img(1), _img(2)] + [None] * 7 + [_img(3), _img(4)])

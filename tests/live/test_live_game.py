@@ -156,6 +156,22 @@ def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_
     assert cal["method"] == "auto" and 3 < Calibration.load(tmp_path / cal["path"]).error_mm <= 20
 
 
+def test_bad_inputs_stop_live_mode_before_any_game_log_is_written(demo_files, tmp_path, capsys):
+    bad_answers = tmp_path / "answers.yaml"
+    bad_answers.write_text("a: [", encoding="utf-8")
+    not_a_video = tmp_path / "game.jpg"
+    not_a_video.write_text("not a video", encoding="utf-8")
+    for extra, says in (
+        (["--video", str(demo_files["video"]), "--answers", str(bad_answers)], "not valid YAML"),
+        (["--video", str(not_a_video)], "no frame of it decodes"),
+    ):
+        log = tmp_path / "game.jsonl"
+        code = main(["live", *extra, "--sides", "blue,red", "--log", str(log), "--quiet", "--no-model"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and says in err[0]
+        assert not log.exists() and not list(tmp_path.glob("game.jsonl*"))
+
+
 def test_sides_without_order_draw_round_ones_order(tmp_path, demo_files, capsys):
     log = tmp_path / "drawn.jsonl"
     main(["live", "--video", str(demo_files["video"]), "--calibration", str(demo_files["calibration"]),
