@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 
 from knockcam import __version__
@@ -46,9 +47,27 @@ def invoked_as(verb: str, fallback: str) -> str:
     return fallback
 
 
+def joined_corners(argv: list[str]) -> list[str]:
+    """``--corners 102,655 1180,640 930,80 310,85`` typed without quotes, as one argument: the shell splits
+    the four pairs, and argparse would stop at the second one (or at a first one like ``-5,12``)."""
+    out = list(argv)
+    for i, arg in enumerate(out):
+        if arg != "--corners":
+            continue
+        j = i + 1
+        while j < len(out) and j < i + 5 and _PAIR.match(out[j]):
+            j += 1
+        if j > i + 1:
+            out[i + 1:j] = [" ".join(out[i + 1:j])]
+    return out
+
+
+_PAIR = re.compile(r"^-?\d+(\.\d+)?,-?\d+(\.\d+)?$")  # one x,y pixel pair
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(joined_corners(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "run", None):
         parser.print_help()
         return 2

@@ -108,6 +108,17 @@ def test_bad_corners_and_order(cli, tmp_path, scene):
     _assert_one_clean_line(result, "purple")
 
 
+def test_corners_typed_without_quotes_are_one_argument(cli, tmp_path, scene):
+    from knockcam.cli import joined_corners
+
+    pairs = ["102,655", "1180,640", "930,80", "310,85"]
+    assert joined_corners(["score", "--corners", *pairs, "p.jpg"]) == ["score", "--corners", " ".join(pairs), "p.jpg"]
+    assert joined_corners(["score", "p.jpg", "--corners", "-5,12.5", "1,2"]) == ["score", "p.jpg", "--corners", "-5,12.5 1,2"]
+    assert joined_corners(["score", "--corners", "1,2 3,4 5,6 7,8", "9,9"]) == ["score", "--corners", "1,2 3,4 5,6 7,8", "9,9"]
+    # unquoted, the shell splits the pairs: the same clear line as any wrong count, not argparse's "unrecognized"
+    _assert_one_clean_line(_score(tmp_path, scene.photo, "--corners", "1,2", "3,4", run=cli), "--corners", "'1,2 3,4'")
+
+
 def test_a_refusal_offers_max_error_and_max_error_accepts(cli, tmp_path):
     """Render 3005/155 (a tuning scene): the automatic calibration's estimate, 4.8 mm, is over the 3 mm
     limit; the refusal says which --max-error accepts it, and with it the photo is scored."""
