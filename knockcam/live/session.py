@@ -294,7 +294,7 @@ class LiveGame:
             raise KnockcamError(search.gave_up(f"{search.tries} tries before the frames ended"))
         return stats
 
-    def _look_for_board(self, frame: Frame, search: "BoardSearch") -> bool:
+    def _look_for_board(self, frame: Frame, search: BoardSearch) -> bool:
         """No calibration given: find the board automatically in this frame, if it is time for another try.
 
         A refusal is told once and tried again on later frames (a webcam's first frames are often dark or
