@@ -64,6 +64,31 @@ def _fixtures(board: Board):
         yield path.stem, cv2.imread(str(photo)), cv2.imread(str(ref)), truth
 
 
+CUT_SIDES = ("top", "left", "bottom", "right")  # the cut rows: which side of the photo, by scene number ...
+CUT_PX = (20, 60)  # ... and how far past it the board's outermost corner there lies, alternating every four scenes
+
+
+def cut_photo(image: np.ndarray, truth: Calibration, board: Board, side: str, cut_px: int):
+    """``image`` cropped at ``side`` so the board's outermost corner there lies ``cut_px`` past the photo's edge, as
+    in a photo taken too close; and its true calibration in the cropped photo."""
+    h, w = image.shape[:2]
+    px = truth.mm_to_px(board_corners_mm(board))
+    x0, y0, x1, y1 = 0, 0, w, h
+    if side == "left":
+        x0 = int(px[:, 0].min()) + cut_px
+    elif side == "top":
+        y0 = int(px[:, 1].min()) + cut_px
+    elif side == "right":
+        x1 = int(np.ceil(px[:, 0].max())) - cut_px
+    else:
+        y1 = int(np.ceil(px[:, 1].max())) - cut_px
+    x0, y0 = max(x0, 0), max(y0, 0)
+    g = np.array([[1.0, 0.0, -x0], [0.0, 1.0, -y0], [0.0, 0.0, 1.0]])
+    k = None if truth.camera_matrix is None else g @ np.asarray(truth.camera_matrix, np.float64)
+    return (np.ascontiguousarray(image[y0:y1, x0:x1]),
+            truth.moved(g, image_size=(x1 - x0, y1 - y0), camera_matrix=k))
+
+
 def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
     """The true lens of a scene, for the "lens known" rows: a camera with no distortion (the truth has
     no lens model then) is told so, rather than left for the automatic method to read off the lines."""
@@ -77,7 +102,7 @@ def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
 def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     """Per method: corner errors (mm), reported errors, failures, seconds per image."""
     from knockcam.calibrate.auto import calibrate_auto
-    from knockcam.calibrate.choose import offered_max_error
+    from knockcam.calibrate.choose import at_edge_unconfirmed, offered_max_error
     from knockcam.calibrate.corners import calibrate_corners, snap
     from knockcam.calibrate.markers import calibrate_markers
     from knockcam.calibrate.reference import calibrate_reference
@@ -86,8 +111,8 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     results: dict[str, dict] = {}
 
     def record(name, truth, fn):
-        r = results.setdefault(name, {"errors": [], "board": [], "reported": [], "offered": [], "failed": 0,
-                                      "seconds": []})
+        r = results.setdefault(name, {"errors": [], "board": [], "reported": [], "offered": [], "at_edge": [],
+                                      "failed": 0, "seconds": []})
         t = time.perf_counter()
         try:
             cal = fn()
@@ -99,6 +124,7 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
         r["board"].append(board_errors_mm(cal, truth, board))
         r["reported"].append(cal.error_mm if cal.error_mm is not None else np.nan)
         r["offered"].append(offered_max_error(cal) is not None)
+        r["at_edge"].append(name.startswith("auto") and at_edge_unconfirmed(cal, board))  # refused by calibrate()
 
     for case, photo, ref_frame, truth in _fixtures(board):
         record("auto (fixtures/scenes, lens known)", truth, lambda: calibrate_auto(photo, board, *_known_lens(truth)))
@@ -134,6 +160,10 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
                        "unknown)", truth, lambda: snap(img, calibrate_corners(noisy, board, truth.image_size), board))
                 record("corners as given, not snapped to the printed lines (the same held-out photos and noise)", truth,
                        lambda: calibrate_corners(noisy, board, truth.image_size))
+            side, cut = CUT_SIDES[i % 4], CUT_PX[(i // 4) % 2]
+            cut_img, cut_truth = cut_photo(img, truth, board, side, cut)
+            record(f"auto (the same held-out photos cut: a board corner {CUT_PX[0]} or {CUT_PX[1]} px past the "
+                   "photo's edge; lens unknown)", cut_truth, lambda: calibrate_auto(cut_img, board))
         photo = _synth_photo(board, i, size=PHONE_SIZE)
         if photo is not None:
             img, truth = photo
@@ -184,7 +214,10 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "Kept = reported error within that limit; 'bad kept' = kept although a true corner is more than 3 mm off "
         "(the reported error was too low); 'good refused' = refused although every corner is within 3 mm. "
         "A row 'offers of --max-error accepted' keeps also the calibrations refused with an offer to accept them "
-        "(docs/calibration.md, \"Accepting a larger error\").",
+        "(docs/calibration.md, \"Accepting a larger error\"). An automatic board that reaches the photo's edge "
+        "(within calibrate.yaml quality.edge_near_frac of its long side, or past it) with less than "
+        "quality.edge_min_grid_share of its printed grid matched is refused whatever its estimate: it may run on past "
+        "the edge.",
         "",
         "| method | kept | median mm (kept) | worst mm (kept) | bad kept | refused | good refused |",
         "|---|---|---|---|---|---|---|",
@@ -198,7 +231,10 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "'share > 3 mm' counts scenes whose worst corner is over 3 mm. 'reported' is the calibration's own "
         "error_mm (residual or estimate, see error_source). The phone-size row renders the same held-out scenes "
         "at 12 MP, as sharp as the renderer draws them (a phone's photo is often softer); the automatic method "
-        "searches a photo that large scaled down (calibrate.yaml photo.max_px).",
+        "searches a photo that large scaled down (calibrate.yaml photo.max_px). The cut row crops the same "
+        f"held-out photos at one side ({', '.join(CUT_SIDES)} in turn), {CUT_PX[0]} px past the board's outermost "
+        f"corner there for four scenes, then {CUT_PX[1]} px for the next four: part of the board is out of the photo "
+        "(the other rows' renders always show the whole board).",
     ]
     return "\n".join(lines) + "\n"
 
@@ -217,6 +253,7 @@ def _gate_row(name: str, r: dict, accepted: np.ndarray | None = None) -> str:
     kept = rep <= limit
     if accepted is not None:
         kept = kept | accepted
+    kept &= ~np.asarray(r.get("at_edge") or [False] * len(rep), bool)
     refused = ~kept
     if kept.any():
         e = np.concatenate([x for x, k in zip(r["errors"], kept) if k])
@@ -247,7 +284,7 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
     unless ``lens_given``. What a change to the automatic method is tuned on, render by render
     (``knockcam calibrate tune``)."""
     from knockcam.calibrate.auto import calibrate_auto
-    from knockcam.calibrate.choose import offered_max_error
+    from knockcam.calibrate.choose import at_edge_unconfirmed, offered_max_error
 
     if any(seed in seeds for seeds in BENCHMARK_SEEDS):
         raise KnockcamError(f"seed {seed} is held out for a benchmark (detection 1000-1999, calibration "

@@ -91,3 +91,21 @@ def test_calibrate_tune_refuses_a_benchmark_seed_and_records_it_did_not_write(tm
     assert main(["calibrate", "tune", "--seed", "3007", "--renders", "1", "--compare", str(junk)]) == 2
     err = capsys.readouterr().err
     assert err.startswith("knockcam: error: cannot read tuning records") and err.count("\n") == 1
+
+
+def test_a_cut_photo_keeps_the_board_where_it_was_in_the_photo(board):
+    """cut_photo: the crop moves every pixel, and the true calibration with it (lens included)."""
+    from knockcam.calibrate.bench import _synth_photo, cut_photo
+    from knockcam.calibrate.quality import board_corners_mm
+
+    image, truth = _synth_photo(board, 0, seed=3011)
+    corners = truth.mm_to_px(board_corners_mm(board))
+    for side, axis, sign in (("left", 0, -1), ("top", 1, -1), ("right", 0, 1), ("bottom", 1, 1)):
+        cut, moved = cut_photo(image, truth, board, side, 20)
+        assert (cut.shape[1], cut.shape[0]) == tuple(moved.image_size)
+        now = moved.mm_to_px(board_corners_mm(board))
+        outermost = (sign * now[:, axis]).max() * sign
+        edge = 0 if sign < 0 else cut.shape[1 - axis] - 1
+        assert abs(abs(outermost - edge) - 20) <= 1.5  # that corner lies 20 px past the edge
+        shift = corners - now  # a pure translation: the crop's offset
+        assert np.ptp(shift, axis=0).max() < 1e-6
