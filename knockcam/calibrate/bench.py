@@ -102,7 +102,7 @@ def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
 def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     """Per method: corner errors (mm), reported errors, failures, seconds per image."""
     from knockcam.calibrate.auto import calibrate_auto
-    from knockcam.calibrate.choose import at_edge_unconfirmed, offered_max_error
+    from knockcam.calibrate.choose import offered_max_error
     from knockcam.calibrate.corners import calibrate_corners, snap
     from knockcam.calibrate.markers import calibrate_markers
     from knockcam.calibrate.reference import calibrate_reference
@@ -111,8 +111,8 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     results: dict[str, dict] = {}
 
     def record(name, truth, fn):
-        r = results.setdefault(name, {"errors": [], "board": [], "reported": [], "offered": [], "at_edge": [],
-                                      "failed": 0, "seconds": []})
+        r = results.setdefault(name, {"errors": [], "board": [], "reported": [], "offered": [], "failed": 0,
+                                      "seconds": []})
         t = time.perf_counter()
         try:
             cal = fn()
@@ -124,7 +124,6 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
         r["board"].append(board_errors_mm(cal, truth, board))
         r["reported"].append(cal.error_mm if cal.error_mm is not None else np.nan)
         r["offered"].append(offered_max_error(cal) is not None)
-        r["at_edge"].append(name.startswith("auto") and at_edge_unconfirmed(cal, board))  # refused by calibrate()
 
     for case, photo, ref_frame, truth in _fixtures(board):
         record("auto (fixtures/scenes, lens known)", truth, lambda: calibrate_auto(photo, board, *_known_lens(truth)))
@@ -214,10 +213,7 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "Kept = reported error within that limit; 'bad kept' = kept although a true corner is more than 3 mm off "
         "(the reported error was too low); 'good refused' = refused although every corner is within 3 mm. "
         "A row 'offers of --max-error accepted' keeps also the calibrations refused with an offer to accept them "
-        "(docs/calibration.md, \"Accepting a larger error\"). An automatic board that reaches the photo's edge "
-        "(within calibrate.yaml quality.edge_near_frac of its long side, or past it) with less than "
-        "quality.edge_min_grid_share of its printed grid matched is refused whatever its estimate: it may run on past "
-        "the edge.",
+        "(docs/calibration.md, \"Accepting a larger error\").",
         "",
         "| method | kept | median mm (kept) | worst mm (kept) | bad kept | refused | good refused |",
         "|---|---|---|---|---|---|---|",
@@ -253,7 +249,6 @@ def _gate_row(name: str, r: dict, accepted: np.ndarray | None = None) -> str:
     kept = rep <= limit
     if accepted is not None:
         kept = kept | accepted
-    kept &= ~np.asarray(r.get("at_edge") or [False] * len(rep), bool)
     refused = ~kept
     if kept.any():
         e = np.concatenate([x for x, k in zip(r["errors"], kept) if k])
@@ -284,7 +279,7 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
     unless ``lens_given``. What a change to the automatic method is tuned on, render by render
     (``knockcam calibrate tune``)."""
     from knockcam.calibrate.auto import calibrate_auto
-    from knockcam.calibrate.choose import at_edge_unconfirmed, offered_max_error
+    from knockcam.calibrate.choose import offered_max_error
 
     if any(seed in seeds for seeds in BENCHMARK_SEEDS):
         raise KnockcamError(f"seed {seed} is held out for a benchmark (detection 1000-1999, calibration "

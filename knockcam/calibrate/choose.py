@@ -10,7 +10,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.quality import check, edge_clearance_px
+from knockcam.calibrate.quality import check
 from knockcam.errors import KnockcamError
 
 AUTO_HINT = "give --corners or lay the marker sheet"
@@ -72,45 +72,21 @@ def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, 
 
 def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
                             max_error_mm: float | None = None) -> Calibration:
-    """The automatic method, checked: a KnockcamError saying what to do when the board is not found, its
-    error is over the limit (in a blurred photo: retake it), or it reaches the photo's edge unconfirmed."""
+    """The automatic method, checked: a KnockcamError saying what to do when the board is not found
+    or its error is over the limit (in a blurred photo: retake it)."""
     from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
 
     cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
     try:
-        kept = check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
+        return check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
     except KnockcamError:
         width = blurred_lines_px(image, cal, board)
         if width is None:
             raise
         sharp = float(settings.load("calibrate")["quality"]["sharp_line_px"])
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
-        kept = check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px): "
+        return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px): "
                                         f"retake it in focus, holding the camera still, or {AUTO_HINT}")
-    _check_in_view(kept, board)
-    return kept
-
-
-def at_edge_unconfirmed(cal: Calibration, board: Board) -> bool:
-    """Whether an automatic board reaches the photo's edge (or past it) with too little of its printed grid matched.
-
-    Such a board may run on past the edge, and the grid can then be matched to the board squeezed into the part
-    in view, with an estimate that does not see it (calibrate.yaml quality.edge_*)."""
-    cfg = settings.load("calibrate")["quality"]
-    share = cal.grid_share
-    if share is not None and share >= float(cfg["edge_min_grid_share"]):
-        return False
-    return edge_clearance_px(cal, board) < float(cfg["edge_near_frac"]) * max(cal.image_size)
-
-
-def _check_in_view(cal: Calibration, board: Board) -> None:
-    """A KnockcamError saying what to do when ``at_edge_unconfirmed``."""
-    if not at_edge_unconfirmed(cal, board):
-        return
-    share = cal.grid_share
-    seen = "the printed grid did not confirm it" if share is None else f"only {share:.0%} of its printed grid matched"
-    raise KnockcamError(f"the board reaches the photo's edge and {seen}: it may run on past the edge; retake the photo "
-                        f"with the whole board in view and a margin around it, or {AUTO_HINT}")
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",

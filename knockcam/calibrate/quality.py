@@ -123,13 +123,6 @@ def check(calibration: Calibration, max_error_mm: float | None = None, what_to_d
     return calibration
 
 
-def edge_clearance_px(calibration: Calibration, board: Board) -> float:
-    """How far inside the photo the board's corners lie (px, the nearest; negative: one lies past its edge)."""
-    w, h = calibration.image_size
-    px = calibration.mm_to_px(board_corners_mm(board))
-    return float(min(px[:, 0].min(), px[:, 1].min(), w - 1 - px[:, 0].max(), h - 1 - px[:, 1].max()))
-
-
 def agrees(calibration: Calibration, refused: Calibration | None, board: Board) -> bool:
     """Whether ``calibration`` puts every board corner within ``refused``'s own estimated error of where
     ``refused`` puts it: a calibration refused for its error still says the board lies within that error of
