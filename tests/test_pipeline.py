@@ -262,7 +262,7 @@ def test_when_the_frame_is_refused_the_photo_is_calibrated_where_it_agrees(monke
     image = cv2.imread(str(s.photo))
     near, far = _shifted(truth, 1.0).with_error(1.5, "photo"), _shifted(truth, 12.0).with_error(1.5, "photo")
     apart_far = float(corner_errors_mm(far, truth, BOARD).max())
-    refused = Refused("calibration error 4.0 mm is over the 3 mm limit (auto): give --corners", truth.with_error(4.0, "x"))
+    refused = Refused("calibration error 4.0 mm is over the 3 mm limit (auto)", "give --corners", truth.with_error(4.0, "x"))
     assert float(corner_errors_mm(near, truth, BOARD).max()) < 4.0 < apart_far
 
     # the frame's board not found at all: the photo's serves, and says so

@@ -96,7 +96,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
             fit, gray = nearest
     if fit.score < float(cfg["grid_min_score"]):
         if line_fits is None:  # neither the printed grid nor the board's edges
-            raise KnockcamError(NOT_FOUND)
+            raise KnockcamError(*NOT_FOUND)
         # the grid does not confirm the outline: the outline alone is no better than the distance
         # to where the grid's registration went (a wrong quadrilateral, or an edge the grid disputes)
         err = max(_edge_error_mm(line_fits, edge_corners, board, (w, h), cfg),

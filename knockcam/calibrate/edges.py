@@ -95,10 +95,10 @@ def refine_sides(colour: np.ndarray, corners: np.ndarray, cfg: dict, first_radiu
             fits.append(_fit_side(img, corners[a], corners[(a + 1) % 4], radius, int(cfg["edge_samples"]),
                                   face_px_per_mm=float(face[a]), cfg=cfg))
         if any(f is None for f in fits):
-            raise KnockcamError(NOT_FOUND)
+            raise KnockcamError(*NOT_FOUND)
         new = np.array([_line_intersection(fits[(a - 1) % 4], fits[a]) for a in range(4)])
         if not np.isfinite(new).all() or np.abs(new - corners).max() > 4 * radius + 5:
-            raise KnockcamError(NOT_FOUND)
+            raise KnockcamError(*NOT_FOUND)
         corners = new
         n_total = sum(f[3] for f in fits)
     return corners, n_total, fits

@@ -17,7 +17,7 @@ from knockcam.board.layout import Board
 from knockcam.calibrate.quality import board_corners_mm
 from knockcam.errors import KnockcamError
 
-NOT_FOUND = "board not found: give --corners or lay the marker sheet (calibration/README.md)"
+NOT_FOUND = ("board not found", "give --corners or lay the marker sheet (calibration/README.md)")  # KnockcamError(*NOT_FOUND)
 
 
 def candidate_outlines(colour: np.ndarray, board: Board, scale: float, cfg: dict) -> tuple[list[np.ndarray], float, float]:
@@ -30,7 +30,7 @@ def candidate_outlines(colour: np.ndarray, board: Board, scale: float, cfg: dict
     mask = _board_mask(small)
     quads = _candidate_quads(small, mask, aspect, cfg) + _region_quads(mask, aspect, cfg)
     if not quads:
-        raise KnockcamError(NOT_FOUND)
+        raise KnockcamError(*NOT_FOUND)
     grad = _gradient(small)
     scored = []
     for quad in quads:
@@ -44,7 +44,7 @@ def candidate_outlines(colour: np.ndarray, board: Board, scale: float, cfg: dict
     best_score, _, best = scored[0]
     runner = next((sc for sc, _, q in scored[1:] if np.abs(q - best).max() > 0.1 * _size(best)), 0.0)
     if best_score < float(cfg.get("min_grid_score", 1.15)):
-        raise KnockcamError(NOT_FOUND)
+        raise KnockcamError(*NOT_FOUND)
     # the printed grid fixes orientation and roughly where; the physical edge is the outermost of
     # the nearby candidates (a frame printed just inside the edge makes a second, smaller one)
     near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]

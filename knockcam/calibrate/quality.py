@@ -108,8 +108,8 @@ class Refused(KnockcamError):
     """A calibration found but refused for its estimated error; it is kept (``calibration``) as evidence of
     where the board is, within that error (``agrees``)."""
 
-    def __init__(self, message: str, calibration: Calibration):
-        super().__init__(message)
+    def __init__(self, reason: str, what_to_do: str, calibration: Calibration):
+        super().__init__(reason, what_to_do)
         self.calibration = calibration
 
 
@@ -119,7 +119,7 @@ def check(calibration: Calibration, max_error_mm: float | None = None, what_to_d
     if calibration.error_mm is not None and not calibration.error_mm <= limit:
         hint = what_to_do or "retake the photo with the whole board in view, or give --corners or lay the marker sheet"
         raise Refused(f"calibration error {calibration.error_mm:.1f} mm is over the {limit:g} mm limit "
-                      f"({calibration.method}): {hint}", calibration)
+                      f"({calibration.method})", hint, calibration)
     return calibration
 
 

@@ -311,7 +311,7 @@ class LiveGame:
         try:
             cal = calibrate_automatically(frame.image, self.board, max_error_mm=self.max_error_mm)
         except KnockcamError as exc:
-            search.refused = str(exc).split(": ", 1)[0]  # what went wrong; its advice is for knockcam score
+            search.refused = exc.reason  # what went wrong; its advice is for knockcam score
             search.offer = offered_max_error(exc.calibration) if isinstance(exc, Refused) else None
             if search.tries == 1:
                 self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
