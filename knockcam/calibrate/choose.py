@@ -85,8 +85,8 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
             raise
         sharp = float(settings.load("calibrate")["quality"]["sharp_line_px"])
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
-        return check(cal, max_error_mm, f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px): "
-                                        f"retake it in focus, holding the camera still, or {AUTO_HINT}")
+        return check(cal, max_error_mm, f"retake it in focus, holding the camera still, or {AUTO_HINT}",
+                     because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",

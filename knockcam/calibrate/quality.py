@@ -113,13 +113,15 @@ class Refused(KnockcamError):
         self.calibration = calibration
 
 
-def check(calibration: Calibration, max_error_mm: float | None = None, what_to_do: str = "") -> Calibration:
-    """The calibration, or ``Refused`` when its error is larger than allowed."""
+def check(calibration: Calibration, max_error_mm: float | None = None, what_to_do: str = "",
+          because: str = "") -> Calibration:
+    """The calibration, or ``Refused`` when its error is larger than allowed (``because``: why, when known, as
+    part of the reason)."""
     limit = float(max_error_mm if max_error_mm is not None else settings.load("calibrate")["quality"]["max_error_mm"])
     if calibration.error_mm is not None and not calibration.error_mm <= limit:
         hint = what_to_do or "retake the photo with the whole board in view, or give --corners or lay the marker sheet"
-        raise Refused(f"calibration error {calibration.error_mm:.1f} mm is over the {limit:g} mm limit "
-                      f"({calibration.method})", hint, calibration)
+        reason = f"calibration error {calibration.error_mm:.1f} mm is over the {limit:g} mm limit ({calibration.method})"
+        raise Refused(f"{reason}: {because}" if because else reason, hint, calibration)
     return calibration
 
 
