@@ -24,6 +24,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_copy
+from knockcam.calibrate.cut import near_edge, past_the_edge
 from knockcam.calibrate.edges import line_fit_error_mm, refine_sides, side_face_px, up_px
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px)
@@ -86,6 +87,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     starts += [(homography_from_points(mm, q), tuple(float(r) for r in cfg["grid_search_radii"])) for q in seeds]
     images = (cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), np.ascontiguousarray(colour.max(axis=2)))
     fits = [(fit_grid(img, h0, board, radii=radii, bow=False), img) for img in images for h0, radii in starts]
+    fits, line_fits = _cut_by_the_edge(fits, images[0], hom, line_fits, board, cfg)
     fit, gray = max(fits, key=lambda f: f[0].score)
     if line_fits is not None:
         # a registration that fits about as well and that the board's own edges agree with is preferred
@@ -137,6 +139,21 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
                    edge_points=n_points, error_mm=err, placed_by="grid", grid_fit=float(fit.score),
                    edge_corners_px=edge_corners, bow_mm=bow)
+
+
+def _cut_by_the_edge(fits: list, gray: np.ndarray, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict):
+    """(``fits``, ``line_fits``) as they are; or, when the board placed lies at the photo's edge and a
+    registration stretched past that edge (knockcam.calibrate.cut) fits the printed lines clearly better,
+    those registrations added and the board's edges set aside (None): the edges in view are not all the
+    board's, so they neither choose a registration nor rule one out as a rival."""
+    best = max(fits, key=lambda f: f[0].score)[0]
+    placed = best.homography if best.score >= float(cfg["grid_min_score"]) else edge_hom
+    if not near_edge(placed, board, (gray.shape[1], gray.shape[0]), float(cfg["cut_margin_frac"])):
+        return fits, line_fits
+    past = past_the_edge(gray, placed, board, cfg)
+    if not past or max(f.score for f in past) < max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"])):
+        return fits, line_fits
+    return fits + [(f, gray) for f in past], None
 
 
 def _edges_reject(other, chosen, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict) -> bool:

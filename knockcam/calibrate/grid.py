@@ -139,7 +139,8 @@ def _samples(homography: np.ndarray, board: Board) -> _Samples:
     return _Samples(pts_mm, nrm_mm, scale, hn / h22, h22, pn, ahead, s1, s2)
 
 
-def _ridge_image(gray: np.ndarray, sigma: float) -> np.ndarray:
+def ridge_image(gray: np.ndarray, sigma: float) -> np.ndarray:
+    """The photo as the printed lines are searched in: lightly smoothed."""
     return cv2.GaussianBlur(gray, (0, 0), sigma) if sigma > 0 else gray
 
 
@@ -150,7 +151,7 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     w_mm, l_mm = board.size_mm
     bowv = np.zeros(6)
-    img = _ridge_image(gray.astype(np.float32), blur)
+    img = ridge_image(gray.astype(np.float32), blur)
 
     def measure(radius):
         return _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap)
@@ -189,6 +190,16 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     jac = _jacobian(hn, bowv, pn[good], s1[good], s2[good], nimg[good], bow)
     sigma_c = _corner_sigma(hn, jac, rms, board, l_mm)
     return GridFit(hom_mm, int(good.sum()), int(inside.sum()), rms, sigma_c, bowv)
+
+
+def share_on_lines(ridge: np.ndarray, homography: np.ndarray, board: Board, radius: float = 3.0,
+                   inlier_px: float = 1.0) -> float:
+    """Share of the printed grid's samples in view that lie within ``inlier_px`` of a printed line where
+    ``homography`` puts them, without moving it (``ridge``: the photo as ``fit_grid`` searches it): a quick
+    test of many starting points."""
+    _, _, _, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
+    found, ok, _, inside = _measure(ridge, hn, np.zeros(6), pn, ahead, s1, s2, radius, 3.0, 1.5)
+    return float((ok & (np.abs(found) <= inlier_px)).sum() / max(int(inside.sum()), 1))
 
 
 def _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap):
@@ -272,7 +283,7 @@ def _offsets_at(gray: np.ndarray, homography: np.ndarray, board: Board, radius: 
     with respect to the normalised homography's eight terms, normalised homography)."""
     pts_mm, nrm_mm, _, hn, h22, pn, ahead, s1, s2 = _samples(homography, board)
     bowv = np.zeros(6) if bow is None else np.asarray(bow, np.float64) / h22
-    img = _ridge_image(gray.astype(np.float32), 1.0)
+    img = ridge_image(gray.astype(np.float32), 1.0)
     found, ok, nimg, _ = _measure(img, hn, bowv, pn, ahead, s1, s2, radius, 3.0, 1.5)
     good = ok & (np.abs(found) <= inlier_px)
     jac = _jacobian(hn, bowv, pn[good], s1[good], s2[good], nimg[good], False)
@@ -431,7 +442,7 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
     h_img, w_img = gray.shape[:2]
     cam = nominal_camera((w_img, h_img))
     pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
-    img = _ridge_image(gray.astype(np.float32), 1.0)
+    img = ridge_image(gray.astype(np.float32), 1.0)
     k1, hump = 0.0, np.zeros(2)
 
     def model():

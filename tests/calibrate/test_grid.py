@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.grid import corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm, template
+from knockcam.calibrate.grid import (corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm, ridge_image,
+                                     share_on_lines, template)
 from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, homography_from_points
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -146,3 +147,11 @@ def test_printed_lines_look_wide_in_a_blurred_photo_and_thin_in_a_sharp_one(boar
     assert all(width(name) >= 7.0 for name in ("defocus", "motion_blur"))
     blank = np.full((720, 1280, 3), 200, np.uint8)  # no line at all
     assert printed_line_width_px(blank, _fixture("overhead")[1], board) == float("inf")
+
+
+def test_share_on_lines_is_high_where_the_grid_lies_and_low_a_few_px_off(board):
+    image, truth = _fixture("overhead")
+    ridge = ridge_image(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32), 1.0)
+    h = truth.homography
+    shifted = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 6.0], [0.0, 0.0, 1.0]]) @ h  # 6 px down the photo
+    assert share_on_lines(ridge, h, board) > 0.6 > share_on_lines(ridge, shifted, board)

@@ -1,0 +1,71 @@
+"""A board cut by the photo's edge (a photo taken too close): the printed grid registered with the board
+stretched past that edge.
+
+The outline search sees only the part of the board in view, and the printed grid registered from it can
+settle on the whole board squeezed into that part (its spaces repeat along the board, so many of them
+still land on a printed line). Here the placed board is stretched along and across itself, anchored at
+the side opposite, and also turned end for end; the stretches that put the most printed lines on a line
+are registered, and those whose board then runs past the photo's edge are returned. The automatic
+method lets one win only where it fits the printed lines clearly better (knockcam.calibrate.auto).
+"""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+
+from knockcam.board.layout import Board
+from knockcam.calibrate.grid import GridFit, fit_grid, ridge_image, share_on_lines
+from knockcam.calibrate.quality import board_corners_mm
+
+
+def near_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int], margin_frac: float) -> bool:
+    """Whether a board corner lies within ``margin_frac`` of the photo's long side of its edge, or past it."""
+    return _inside_by_px(homography, board, image_size) < margin_frac * max(image_size)
+
+
+def runs_past_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> bool:
+    """Whether a board corner lies outside the photo."""
+    return _inside_by_px(homography, board, image_size) < 0
+
+
+def _inside_by_px(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> float:
+    """How far the board corner nearest the photo's edge lies inside it (negative: outside)."""
+    w, h = image_size
+    px = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), homography).reshape(-1, 2)
+    return float(np.min([px[:, 0], w - 1 - px[:, 0], px[:, 1], h - 1 - px[:, 1]]))
+
+
+def stretched(homography: np.ndarray, board: Board, axis: int, from_far: bool, factor: float) -> np.ndarray:
+    """``homography`` with the board stretched ``factor`` times along ``axis`` (0 across, 1 along), the side
+    at 0 kept in place, or with ``from_far`` the side at the board's far edge."""
+    p = np.eye(3)
+    p[axis, axis] = factor
+    if from_far:
+        p[axis, 2] = board.size_mm[axis] * (1 - factor)
+    return homography @ p
+
+
+def turned(homography: np.ndarray, board: Board) -> np.ndarray:
+    """``homography`` with the board turned end for end (near-left becomes far-right)."""
+    w, l = board.size_mm
+    return homography @ np.array([[-1.0, 0.0, w], [0.0, -1.0, l], [0.0, 0.0, 1.0]])
+
+
+def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: dict) -> list[GridFit]:
+    """Registrations of the printed grid that run past the photo's edge, started from ``homography`` (board
+    mm -> pixels of ``gray``) stretched by the factors ``cfg`` gives (``cut_stretch``: least, most; steps of 1%)."""
+    size = (gray.shape[1], gray.shape[0])
+    least, most = (float(v) for v in cfg["cut_stretch"])
+    factors = np.exp(np.arange(np.log(least), np.log(most), 0.01))
+    ridge = ridge_image(gray.astype(np.float32), 1.0)
+    starts = []
+    for base in (homography, turned(homography, board)):
+        for axis in (0, 1):
+            for from_far in (False, True):
+                shares = [share_on_lines(ridge, stretched(base, board, axis, from_far, f), board) for f in factors]
+                starts += [stretched(base, board, axis, from_far, factors[i])
+                           for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+    radii = tuple(float(r) for r in cfg["grid_search_radii"])
+    fits = [fit_grid(gray, h0, board, radii=radii, bow=False) for h0 in starts]
+    return [f for f in fits if np.isfinite(f.rms_px) and runs_past_edge(f.homography, board, size)]
