@@ -9,9 +9,11 @@ the table's; knockcam.calibrate.edges). Finally the printed grid is registered f
 board's hump, when its lines show that it does not lie flat) and the reported error is how much
 they depend on which lines were seen; when not, the outline is kept and its reported error is how
 far the grid disagrees. Among registrations that fit nearly as well, the board's edges decide: one
-they put clearly further away is neither chosen nor counted as a rival. When the lens is not known,
-its radial distortion is read off the same printed lines (straight on the board, bent by the lens)
-and, where it clearly matters, the photo is undistorted and the board found again.
+they put clearly further away is neither chosen nor counted as a rival. A board placed at the photo's
+edge may run past it: registrations stretched past the edge are tried too (knockcam.calibrate.cut).
+When the lens is not known, its radial distortion is read off the same printed lines (straight on
+the board, bent by the lens) and, where it clearly matters, the photo is undistorted and the board
+found again.
 """
 
 from __future__ import annotations
@@ -148,10 +150,11 @@ def _cut_by_the_edge(fits: list, gray: np.ndarray, edge_hom: np.ndarray, line_fi
     board's, so they neither choose a registration nor rule one out as a rival."""
     best = max(fits, key=lambda f: f[0].score)[0]
     placed = best.homography if best.score >= float(cfg["grid_min_score"]) else edge_hom
-    if not near_edge(placed, board, (gray.shape[1], gray.shape[0]), float(cfg["cut_margin_frac"])):
-        return fits, line_fits
+    to_win = max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"]))
+    if to_win > 1.0 or not near_edge(placed, board, (gray.shape[1], gray.shape[0]), float(cfg["cut_margin_frac"])):
+        return fits, line_fits  # nothing can fit that much better, or the board lies clear of the edge
     past = past_the_edge(gray, placed, board, cfg)
-    if not past or max(f.score for f in past) < max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"])):
+    if not past or max(f.score for f in past) < to_win:
         return fits, line_fits
     return fits + [(f, gray) for f in past], None
 

@@ -34,7 +34,8 @@ def test_near_the_edge_and_past_it(scene, board):
     corners = _corners(h, board)
     inside = float(np.min([corners[:, 0], size[0] - 1 - corners[:, 0], corners[:, 1], size[1] - 1 - corners[:, 1]]))
     assert inside > 0 and not runs_past_edge(h, board, size)
-    assert near_edge(h, board, size, (inside + 1) / max(size)) and not near_edge(h, board, size, (inside - 1) / max(size))
+    assert near_edge(h, board, size, (inside + 1) / max(size))
+    assert not near_edge(h, board, size, (inside - 1) / max(size))
     assert runs_past_edge(stretched(h, board, 1, False, 3.0), board, size)
 
 
