@@ -17,7 +17,8 @@ from knockcam.board.layout import Board
 from knockcam.calibrate.quality import board_corners_mm
 from knockcam.errors import KnockcamError
 
-NOT_FOUND = ("board not found", "give --corners or lay the marker sheet (calibration/README.md)")  # KnockcamError(*NOT_FOUND)
+# raised as KnockcamError(*NOT_FOUND): the reason, and what to do
+NOT_FOUND = ("board not found", "give --corners or lay the marker sheet (calibration/README.md)")
 
 
 def candidate_outlines(colour: np.ndarray, board: Board, scale: float, cfg: dict) -> tuple[list[np.ndarray], float, float]:

@@ -139,7 +139,8 @@ def test_a_refusal_keeps_the_calibration_it_refused(scene):
     with pytest.raises(Refused, match="4.2 mm is over the 3 mm limit") as err:
         check(rough, 3.0)
     assert err.value.calibration is rough
-    assert err.value.reason == "calibration error 4.2 mm is over the 3 mm limit (truth)"  # the method; apart from its advice
+    # the reason names the method and leaves the advice apart
+    assert err.value.reason == "calibration error 4.2 mm is over the 3 mm limit (truth)"
     assert str(err.value) == f"{err.value.reason}: {err.value.what_to_do}" and "--corners" in err.value.what_to_do
     assert check(rough, 5.0) is rough
 
