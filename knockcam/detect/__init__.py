@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Union
 
 import numpy as np
 
+from knockcam import settings
 from knockcam.detect.tokens import Detection, HiddenArea, Token
 from knockcam.errors import KnockcamError
 
@@ -145,9 +146,12 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> list[Token]:
     """Each token's position uncertainty with the calibration's error added (in quadrature).
 
-    Added once, after the detectors are combined: both read the board through the same
-    calibration, so its error is common to them and must not shrink when they agree."""
-    err = float(calibration.error_mm or 0.0)
+    The calibration reports its error at the board's worst corner, a bound rather than a sigma: a
+    share of it (data/assign.yaml ``ambiguity.calibration_share``) counts, so that the close-call
+    band reaches the whole bound. Added once, after the detectors are combined: both read the board
+    through the same calibration, so its error is common to them and must not shrink when they agree."""
+    share = float(settings.load("assign")["ambiguity"]["calibration_share"])
+    err = share * float(calibration.error_mm or 0.0)
     if err <= 0:
         return list(tokens)
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]

@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from knockcam import settings
 from knockcam.assign import DISAGREEMENT, assign
 from knockcam.board import load_board
 from knockcam.detect import detect
@@ -160,16 +161,33 @@ def test_the_calibration_error_is_added_once_after_combining():
     from knockcam.calibrate.calibration import Calibration
     from knockcam.detect import with_calibration_error
 
-    cal = Calibration("auto", (1280, 720), np.eye(3), error_mm=2.0)
+    cal = Calibration("auto", (1280, 720), np.eye(3), error_mm=5.0)
+    share = settings.load("assign")["ambiguity"]["calibration_share"]
+    assert 0 < share <= 1
     fused = combine([t("red", 100.0, 400.0, sigma=1.0)], [t("red", 100.5, 400.0, sigma=1.0, source="reference")])
     (token,) = with_calibration_error(fused, cal)
     # both detectors read the board through the same calibration: agreeing does not shrink its error
-    assert token.sigma_mm == pytest.approx(np.hypot(fused[0].sigma_mm, 2.0), abs=1e-3)
-    assert token.sigma_mm >= 2.0
+    assert token.sigma_mm == pytest.approx(np.hypot(fused[0].sigma_mm, share * 5.0), abs=1e-3)
+    assert token.sigma_mm >= share * 5.0
     (model_only,) = with_calibration_error([t("blue", 50.0, 500.0, sigma=1.5)], cal)
-    assert model_only.sigma_mm == pytest.approx(2.5)
+    assert model_only.sigma_mm == pytest.approx(np.hypot(1.5, share * 5.0), abs=1e-3)
     exact = Calibration("truth", (1280, 720), np.eye(3))
     assert with_calibration_error(fused, exact) == fused
+
+
+def test_a_call_the_calibration_error_alone_could_flip_is_a_close_call():
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.detect import with_calibration_error
+
+    board = load_board()
+    token = t("blue", 165.0, 350.0, sigma=0.3)  # 3 mm right of the Baltic | Oriental line, placed to 0.3 mm
+    assert not assign([token], board)[0].ambiguous
+    # the calibration reports 3 mm at its worst corner: the band reaches it, so the call goes to a human
+    (bound,) = with_calibration_error([token], Calibration("auto", (1280, 720), np.eye(3), error_mm=3.0))
+    assert assign([bound], board)[0].ambiguous
+    # ... but an estimate of 1 mm cannot move the base 3 mm: the call stands
+    (small,) = with_calibration_error([token], Calibration("auto", (1280, 720), np.eye(3), error_mm=1.0))
+    assert not assign([small], board)[0].ambiguous
 
 
 def _difference(changed_at=(), radius_mm=12.5):
