@@ -175,6 +175,7 @@ def truth_check(scored, scene: DemoScene) -> str | None:
             wrong += 1
     missed = len(wanted) - len(used)
     extra = len(scored.positions) - len(used)
-    parts = [f"{right} on the right space", f"{wrong} on a wrong one", f"{close} close calls left to a human",
+    calls = "close call" if close == 1 else "close calls"
+    parts = [f"{right} on the right space", f"{wrong} on a wrong one", f"{close} {calls} left to a human",
              f"{missed} not found"] + ([f"{extra} detections matching no token"] if extra else [])
     return f"ground truth of this synthetic photo ({len(wanted)} tokens): " + ", ".join(parts)
