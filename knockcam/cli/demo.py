@@ -175,7 +175,11 @@ def truth_check(scored, scene: DemoScene) -> str | None:
             wrong += 1
     missed = len(wanted) - len(used)
     extra = len(scored.positions) - len(used)
-    calls = "close call" if close == 1 else "close calls"
-    parts = [f"{right} on the right space", f"{wrong} on a wrong one", f"{close} {calls} left to a human",
-             f"{missed} not found"] + ([f"{extra} detections matching no token"] if extra else [])
+    parts = [f"{right} on the right space", f"{wrong} on a wrong one", f"{_count(close, 'close call')} left to a human",
+             f"{missed} not found"] + ([f"{_count(extra, 'detection')} matching no token"] if extra else [])
     return f"ground truth of this synthetic photo ({len(wanted)} tokens): " + ", ".join(parts)
+
+
+def _count(n: int, thing: str) -> str:
+    """``n`` things, in words: '1 close call', '2 close calls'."""
+    return f"{n} {thing}" if n == 1 else f"{n} {thing}s"

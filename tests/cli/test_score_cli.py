@@ -118,7 +118,7 @@ def test_demo_truth_check_counts_against_the_truth(tmp_path, scene):
     truth = scene.photo.with_suffix(".json")
     line = truth_check(scored, DemoScene(photo=scene.photo, reference=None, truth=truth))
     n = len(scene.truth["tokens"])
-    right, wrong, close, missed = map(int, re.findall(r"(\d+) (?:on the right|on a wrong|close calls|not found)", line))
+    right, wrong, close, missed = map(int, re.findall(r"(\d+) (?:on the right|on a wrong|close calls?|not found)", line))
     assert f"({n} tokens)" in line and wrong == 0 and missed == 0 and right + close == n
     assert close == sum(p.ambiguous for p in scored.positions)
 
