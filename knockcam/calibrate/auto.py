@@ -31,7 +31,8 @@ from knockcam.calibrate.edges import line_fit_error_mm, refine_sides, side_face_
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
-from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, corner_uncertainty_mm, homography_from_points
+from knockcam.calibrate.quality import (board_corners_mm, board_corners_px, corner_errors_mm, corner_uncertainty_mm,
+                                        homography_from_points)
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
 
@@ -137,7 +138,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     # ambiguity, and never less than how far the rival registrations put the corners
     err = max([err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100)]
               + [_corner_apart_mm(placed, other, board) for other in others])
-    corners = cv2.perspectiveTransform(mm.reshape(-1, 1, 2), placed).reshape(-1, 2)
+    corners = board_corners_px(placed, board)
     return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
                    edge_points=n_points, error_mm=err, placed_by="grid", grid_fit=float(fit.score),
                    edge_corners_px=edge_corners, bow_mm=bow)
@@ -435,7 +436,7 @@ def placed_with_lens(lens: LensFit, outline: Outline, board: Board, image: np.nd
     placed = lens.homography
     err = _spread_error_mm(lens.spread_mm, _lines_width_px(image, placed, board, lens.hump, lens), cfg)
     err = max(err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100))
-    corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), placed).reshape(-1, 2)
+    corners = board_corners_px(placed, board)
     return Outline(corners_px=corners, grid_score=outline.grid_score, runner_up=outline.runner_up,
                    edge_points=outline.edge_points, error_mm=err, placed_by="grid", grid_fit=float(lens.score),
                    edge_corners_px=None, bow_mm=tuple(float(v) for v in lens.hump))

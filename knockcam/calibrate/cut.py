@@ -11,12 +11,11 @@ method lets one win only where it fits the printed lines clearly better (knockca
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
 from knockcam.board.layout import Board
 from knockcam.calibrate.grid import GridFit, fit_grid, ridge_image, share_on_lines
-from knockcam.calibrate.quality import board_corners_mm
+from knockcam.calibrate.quality import board_corners_px
 
 
 def near_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int], margin_frac: float) -> bool:
@@ -32,7 +31,7 @@ def runs_past_edge(homography: np.ndarray, board: Board, image_size: tuple[int, 
 def _inside_by_px(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> float:
     """How far the board corner nearest the photo's edge lies inside it (negative: outside)."""
     w, h = image_size
-    px = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), homography).reshape(-1, 2)
+    px = board_corners_px(homography, board)
     return float(np.min([px[:, 0], w - 1 - px[:, 0], px[:, 1], h - 1 - px[:, 1]]))
 
 
@@ -63,9 +62,9 @@ def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: d
     for base in (homography, turned(homography, board)):
         for axis in (0, 1):
             for from_far in (False, True):
-                shares = [share_on_lines(ridge, stretched(base, board, axis, from_far, f), board) for f in factors]
-                starts += [stretched(base, board, axis, from_far, factors[i])
-                           for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+                tried = [stretched(base, board, axis, from_far, f) for f in factors]
+                shares = [share_on_lines(ridge, h, board) for h in tried]
+                starts += [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
     radii = tuple(float(r) for r in cfg["grid_search_radii"])
     fits = [fit_grid(gray, h0, board, radii=radii, bow=False) for h0 in starts]
     return [f for f in fits if np.isfinite(f.rms_px) and runs_past_edge(f.homography, board, size)]

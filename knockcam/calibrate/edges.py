@@ -14,7 +14,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.outline import NOT_FOUND, square_to_quad
-from knockcam.calibrate.quality import board_corners_mm, homography_from_points
+from knockcam.calibrate.quality import board_corners_mm, board_corners_px, homography_from_points
 from knockcam.errors import KnockcamError
 
 
@@ -55,7 +55,7 @@ def up_px(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> 
     w, h = image_size
     hom = np.asarray(homography, np.float64) / homography[2, 2]
     shift = np.array([[1, 0, -(w - 1) / 2], [0, 1, -(h - 1) / 2], [0, 0, 1.0]])
-    corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), hom).reshape(-1, 2)
+    corners = board_corners_px(hom, board)
     f = _focal(corners, image_size)
     kinv = np.diag([1 / f, 1 / f, 1.0])
     b = kinv @ shift @ hom

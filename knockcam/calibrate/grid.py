@@ -25,7 +25,7 @@ import cv2
 import numpy as np
 
 from knockcam.board.layout import Board
-from knockcam.calibrate.quality import board_corners_mm
+from knockcam.calibrate.quality import board_corners_px
 
 _TEMPLATES: dict = {}
 
@@ -412,7 +412,7 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
     ``segment_mm``: the line pieces of its corner spread (corner_spread_mm).
     """
     bent = _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol=1e-7, segment_mm=segment_mm)
-    corners = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), bent.homography).reshape(-1, 2)
+    corners = board_corners_px(bent.homography, board)
     shift = float(np.max(np.linalg.norm(_distort(corners, bent.k1, bent.camera)[0] - corners, axis=1)))
     return LensFit(bent.homography, bent.camera, np.array([bent.k1, 0.0, 0.0, 0.0, 0.0]), bent.hump,
                    float(bent.good.sum()) / max(bent.inside, 1), bent.rms_px, bent.k1_sigma, shift,

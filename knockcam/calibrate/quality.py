@@ -6,6 +6,7 @@ figure here is turned into millimetres on the board.
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from knockcam import settings
@@ -24,6 +25,11 @@ def board_corners_mm(board: Board) -> np.ndarray:
     """Near-left, near-right, far-right, far-left in board millimetres."""
     w, l = board.size_mm
     return np.array([(0.0, 0.0), (w, 0.0), (w, l), (0.0, l)])
+
+
+def board_corners_px(homography: np.ndarray, board: Board) -> np.ndarray:
+    """Where ``homography`` (board mm -> pixels) puts the board's corners, in board_corners_mm's order."""
+    return cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), homography).reshape(-1, 2)
 
 
 def board_grid_mm(board: Board, step_mm: float | None = None) -> np.ndarray:
@@ -66,8 +72,6 @@ def corner_uncertainty_mm(homography: np.ndarray, board: Board, sigma_px: float,
 
 def homography_from_points(points_mm, points_px) -> np.ndarray:
     """Least-squares homography board mm -> pixels (normalised DLT, exact for four points)."""
-    import cv2
-
     src = np.asarray(points_mm, dtype=np.float64).reshape(-1, 2)
     dst = np.asarray(points_px, dtype=np.float64).reshape(-1, 2)
     if len(src) < 4:

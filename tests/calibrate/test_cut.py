@@ -4,11 +4,7 @@ import cv2
 import numpy as np
 
 from knockcam.calibrate.cut import near_edge, runs_past_edge, stretched, turned
-from knockcam.calibrate.quality import board_corners_mm
-
-
-def _corners(homography, board):
-    return cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), homography).reshape(-1, 2)
+from knockcam.calibrate.quality import board_corners_px as _corners
 
 
 def test_a_stretch_keeps_the_side_it_is_anchored_at(scene, board):
