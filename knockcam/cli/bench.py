@@ -1,4 +1,5 @@
-"""``knockcam bench``: detection accuracy and speed on held-out synthetic scenes, written to bench/results.md."""
+"""``knockcam bench``: detection accuracy and speed on held-out synthetic scenes, written to bench/results.md;
+with ``--photos DIR``, accuracy on labelled photos (real ones: knockcam.labelled)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "calibration, and write accuracy, flags, colour confusions and speed to a markdown file.")
     parser.add_argument("--scenes", type=int, default=500, help="number of scenes (default 500)")
     parser.add_argument("--seed-start", type=int, default=0, help="first scene seed (default 0)")
-    parser.add_argument("--out", default="bench/results.md", help="results file (default bench/results.md)")
+    parser.add_argument("--out", default=None,
+                        help="results file (default bench/results.md; with --photos, DIR/knockcam-bench.md)")
     parser.add_argument("--board", metavar="FILE", default=None, help="board file (default: the shipped board)")
     parser.add_argument("--model", metavar="ONNX", default=None,
                         help="learned detector weights (default: the shipped model, if trained)")
@@ -22,6 +24,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--speed", action="store_true",
                         help="only time one held-out scene (a few seconds) and compare with the speed check the "
                              "--out results file recorded: is this machine as fast as the one that made it?")
+    parser.add_argument("--photos", metavar="DIR", default=None,
+                        help="instead, score the labelled photos in DIR (a label file beside each: "
+                             "docs/labelled-photos.md) every way they allow and write how many calls were right")
+    parser.add_argument("--order", metavar="SIDES", default=None,
+                        help="with --photos: the turn order for the photos whose labels give none (payouts compared)")
     parser.set_defaults(run=run)
 
 
@@ -37,6 +44,9 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.detect.model import default_model_path
     from knockcam.errors import KnockcamError
 
+    if args.photos is not None:
+        return _photos(args)
+    args.out = args.out or "bench/results.md"
     if args.scenes < 1:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
     board = load_board(args.board)
@@ -103,4 +113,39 @@ def _speed(board, model, results: str) -> int:
     for name in shared:
         console.print(f"{name}: {here[name]:.0f} ms here, {there[name]:.0f} ms where {results} was made "
                       f"({here[name] / there[name]:.2f} x)")
+    return 0
+
+
+def _photos(args: argparse.Namespace) -> int:
+    """``knockcam bench --photos DIR``: the labelled photos in DIR against their labels."""
+    from pathlib import Path
+
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from knockcam.board import load_board
+    from knockcam.cli import invoked_as
+    from knockcam.files import write_atomic
+    from knockcam.labelled import check_all, find_labelled, report, runs
+    from knockcam.errors import KnockcamError
+    from knockcam.pipeline import parse_order
+    from knockcam.sides import SIDES
+
+    board = load_board(args.board)
+    order = parse_order(args.order)
+    if any(side not in SIDES for side in order):
+        bad = next(side for side in order if side not in SIDES)
+        raise KnockcamError(f"--order names {bad!r}, not a side", f"sides are {', '.join(SIDES)}")
+    photos, unlabelled = find_labelled(args.photos, board, order)
+    out = Path(args.out) if args.out else Path(args.photos) / "knockcam-bench.md"
+    command = invoked_as("bench", f"knockcam bench --photos {args.photos} --out {out}"
+                                  + (f" --order {args.order}" if args.order else ""))
+    console = Console(stderr=True)
+    with Progress(console=console, transient=True) as bar:
+        task = bar.add_task("photos", total=runs(photos))
+        rows = check_all(photos, args.board, progress=lambda: bar.advance(task))
+    text = report(rows, photos, unlabelled, args.photos, command)
+    write_atomic(out, text)
+    Console(soft_wrap=True).print(text, markup=False, highlight=False)
+    console.print(f"wrote {out}")
     return 0
