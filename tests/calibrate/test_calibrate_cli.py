@@ -14,9 +14,14 @@ def test_corners_on_the_command_line(tmp_path, scene, board, capsys):
     cv2.imwrite(str(img), scene.image)
     corners = " ".join(f"{x:.2f},{y:.2f}" for x, y in scene.truth.mm_to_px(board_corners_mm(board)))
     out = tmp_path / "cal" / "photo.yaml"
-    assert main(["calibrate", str(img), "--corners", corners, "--out", str(out), "--json"]) == 0
+    # this scene's print does not confirm the corners, so they count as clicked (1.5 px off): 3.4 mm at the
+    # board's far corners, over the 3 mm limit unless a larger error is accepted
+    assert main(["calibrate", str(img), "--corners", corners, "--out", str(out)]) == 2
+    assert "over the 3 mm limit (corners)" in capsys.readouterr().err and not out.exists()
+    assert main(["calibrate", str(img), "--corners", corners, "--out", str(out), "--json", "--max-error", "4"]) == 0
     printed = json.loads(capsys.readouterr().out)
     assert printed["method"] == "corners" and len(printed["corners_px"]) == 4
+    assert 3 < printed["error_mm"] <= 4 and "at the worst corner" in printed["error_source"]
     assert Calibration.load(out).method == "corners"
 
 

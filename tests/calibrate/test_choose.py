@@ -12,8 +12,8 @@ from knockcam.errors import KnockcamError
 def test_corners_as_text_or_array(scene, board):
     corners = scene.truth.mm_to_px(board_corners_mm(board))
     text = " ".join(f"{x:.3f},{y:.3f}" for x, y in corners)
-    for given in (corners, text):
-        cal = calibrate(scene.image, board, corners=given)
+    for given in (corners, text):  # this print does not confirm them: they count as clicked, 3.4 mm at worst
+        cal = calibrate(scene.image, board, corners=given, max_error_mm=4)
         assert cal.method == "corners" and corner_errors_mm(cal, scene.truth, board).max() < 0.01
 
 

@@ -30,7 +30,19 @@ def test_true_corners_give_the_true_calibration(scene, board):
     corners = scene.truth.mm_to_px(board_corners_mm(board))
     cal = calibrate_corners(corners, board, scene.truth.image_size)
     assert corner_errors_mm(cal, scene.truth, board).max() < 1e-3
-    assert 0 < cal.error_mm < 3 and cal.error_source.startswith("estimate")
+    assert 0 < cal.error_mm < 6 and cal.error_source.startswith("estimate: at the worst corner")
+
+
+def test_the_estimate_is_what_corners_a_click_off_are_off_at_the_worst_corner(scene, board):
+    """Corners 1.5 px off (the click error the estimate assumes) put the worst corner about the estimate away;
+    counted over the whole board, the estimate was 0.6 of that and kept boards over 3 mm off."""
+    corners = scene.truth.mm_to_px(board_corners_mm(board))
+    rng = np.random.default_rng(5)
+    ratios = []
+    for _ in range(40):
+        cal = calibrate_corners(corners + rng.normal(0, 1.5, (4, 2)), board, scene.truth.image_size)
+        ratios.append(corner_errors_mm(cal, scene.truth, board).max() / cal.error_mm)
+    assert 0.6 < np.median(ratios) < 1.25
 
 
 def test_mirrored_or_scrambled_corners_are_refused(scene, board):
