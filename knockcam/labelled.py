@@ -121,7 +121,7 @@ def read_labels(path: str | Path, photo: str | Path, board: Board, order: tuple[
         n = sum(s == side for s, _ in tokens)
         if n > per_side:
             raise KnockcamError(f"{path}: {n} {side} tokens labelled, a side has {per_side} (RULES.md R2)")
-    reference = data.get("reference_image") or data.get("reference")
+    reference = data.get("reference_image")
     if reference:
         reference = photo.parent / str(reference)
         if not reference.is_file():
@@ -144,7 +144,7 @@ def _label_tokens(tokens, path: Path, board: Board):
     """(side, place) for each labelled token: from {side: [places]} or from a truth file's list of dicts."""
     if isinstance(tokens, dict):
         items = [(side, place) for side, places in tokens.items()
-                 for place in (places if isinstance(places, list) else [places])]
+                 for place in (places if isinstance(places, list) else [places] if places else [])]
     elif isinstance(tokens, list) and all(isinstance(t, dict) for t in tokens):
         items = [(t.get("side"), t.get("space") or t.get("state")) for t in tokens]
     else:
@@ -321,7 +321,7 @@ def report(rows: dict[str, list[PhotoCheck]], photos: list[LabelledPhoto], unlab
               "call on the board where no token is, flags or not. Payouts right: the round scored from the calls "
               "(flagged ones as called) pays as the round scored from the labels (photos with a turn order).", "",
               "| scoring | photos | tokens | right | right among unflagged | flagged | wrong calls left unflagged | "
-              "missed | calls where no token is | colour confusions | exactly right | refused | payouts right |",
+              "missed | calls where no token is | colour confusions | exactly right | not scored | payouts right |",
               "|---" * 13 + "|"]
     for name, checks in rows.items():
         tok = sum(c.tokens for c in checks)

@@ -111,7 +111,8 @@ def _write(tmp_path: Path, data, name="round.yaml") -> Path:
 
 def test_a_label_file_maps_each_side_to_its_places(tmp_path):
     (tmp_path / "empty.jpg").write_bytes(b"")
-    path = _write(tmp_path, {"tokens": {"red": ["boardwalk", "no_space"], "blue": "off_board"}, "order": ["red", "blue"],
+    path = _write(tmp_path, {"tokens": {"red": ["boardwalk", "no_space"], "blue": "off_board", "green": None},
+                             "order": ["red", "blue"],
                              "pot": 300, "reference_image": "empty.jpg",
                              "corners_px": [[1, 2], [3, 2], [3, 4], [1, 4]]})
     photo = read_labels(path, tmp_path / "round.jpg", BOARD)
