@@ -90,7 +90,7 @@ class PhotoCheck:
 def find_labelled(folder: str | Path, board: Board, order: tuple[str, ...] = ()) -> tuple[list[LabelledPhoto], list[Path]]:
     """The labelled photos in ``folder`` (in name order) and the photos there without a label file; ``order``:
     the turn order of those whose labels give none."""
-    folder = Path(folder)
+    folder, order = Path(folder), _checked_order(order, "--order")
     if not folder.is_dir():
         raise KnockcamError(f"not a folder: {folder}", "give the folder that holds the photos and their label files")
     labelled, unlabelled = [], []
@@ -128,16 +128,22 @@ def read_labels(path: str | Path, photo: str | Path, board: Board, order: tuple[
             raise KnockcamError(f"{path}: the empty-board frame {reference} is not there",
                                 "put it beside the photo or drop reference_image")
     if data.get("order"):
-        order = parse_order(",".join(data["order"]) if isinstance(data["order"], list) else str(data["order"]))
-    bad = [s for s in order if s not in SIDES]
-    if bad:
-        raise KnockcamError(f"{path}: order names {bad[0]!r}, not a side", f"sides are {', '.join(SIDES)}")
+        text = ",".join(map(str, data["order"])) if isinstance(data["order"], list) else str(data["order"])
+        order = _checked_order(parse_order(text), str(path))
     pot = data.get("pot", POT_START)
     if isinstance(pot, bool) or not isinstance(pot, int) or pot < 0:
         raise KnockcamError(f"{path}: pot must be a whole number of M, at least 0, not {pot!r}")
     return LabelledPhoto(photo=photo, labels=path, tokens=tokens, reference=reference or None,
                          corners_px=_corners(data.get("corners_px"), path), order=order, pot=pot,
                          synthetic=synthetic)
+
+
+def _checked_order(order: tuple[str, ...], where: str) -> tuple[str, ...]:
+    """``order`` when every name in it is a side; else a KnockcamError saying so at ``where``."""
+    bad = [side for side in order if side not in SIDES]
+    if bad:
+        raise KnockcamError(f"{where}: order names {bad[0]!r}, not a side", f"sides are {', '.join(SIDES)}")
+    return tuple(order)
 
 
 def _label_tokens(tokens, path: Path, board: Board):
@@ -217,7 +223,7 @@ def check_photo(scored: ScoredPhoto, photo: LabelledPhoto) -> PhotoCheck:
         if not right:
             check.colour += p.side != side
             check.wrong.append(f"{side} on {where}: called {p.side} on {place(p)}" + (" (flagged)" if p.ambiguous else ""))
-    for i in set(range(len(positions))) - set(pairs.values()):
+    for i in sorted(set(range(len(positions))) - set(pairs.values())):
         p = positions[i]
         if p.state != OFF_BOARD:
             check.false_on_board += 1

@@ -182,5 +182,5 @@ def test_bench_photos_on_a_folder_without_labels_is_one_line_and_exit_2(tmp_path
     err = capsys.readouterr().err.strip()
     assert "no labelled photo" in err and len(err.splitlines()) == 1
     assert main(["bench", "--photos", str(tmp_path), "--order", "red,pink"]) == 2
-    assert "--order names 'pink'" in capsys.readouterr().err
+    assert "--order: order names 'pink'" in capsys.readouterr().err
     assert not (tmp_path / "knockcam-bench.md").exists()

@@ -127,16 +127,10 @@ def _photos(args: argparse.Namespace) -> int:
     from knockcam.cli import invoked_as
     from knockcam.files import write_atomic
     from knockcam.labelled import check_all, find_labelled, report, runs
-    from knockcam.errors import KnockcamError
     from knockcam.pipeline import parse_order
-    from knockcam.sides import SIDES
 
     board = load_board(args.board)
-    order = parse_order(args.order)
-    if any(side not in SIDES for side in order):
-        bad = next(side for side in order if side not in SIDES)
-        raise KnockcamError(f"--order names {bad!r}, not a side", f"sides are {', '.join(SIDES)}")
-    photos, unlabelled = find_labelled(args.photos, board, order)
+    photos, unlabelled = find_labelled(args.photos, board, parse_order(args.order))
     out = Path(args.out) if args.out else Path(args.photos) / "knockcam-bench.md"
     command = invoked_as("bench", f"knockcam bench --photos {args.photos} --out {out}"
                                   + (f" --order {args.order}" if args.order else ""))
