@@ -77,6 +77,7 @@ class PhotoCheck:
     false_on_board: int = 0  # calls on the board that match no labelled token
     refused: str | None = None  # why the photo was not scored (its calibration refused, say)
     payouts_right: bool | None = None  # the round's cash and pot as the labels' (None: no turn order labelled)
+    sure: bool = False  # scored with nothing left to a human: no flagged call and no hidden area
     calibration_mm: float | None = None  # automatic calibration: the worst board corner's distance from the labelled one
     wrong: list[str] = field(default_factory=list)  # what was called wrong, in words
 
@@ -206,7 +207,7 @@ def check_photo(scored: ScoredPhoto, photo: LabelledPhoto) -> PhotoCheck:
     pairs = {li: surest[ci] for li, ci in
              pair_up([(positions[i].side, place(positions[i])) for i in surest], list(photo.tokens)).items()}
     hidden = set(scored.hidden_spaces())
-    check = PhotoCheck(photo=photo.photo.name, tokens=len(photo.tokens))
+    check = PhotoCheck(photo=photo.photo.name, tokens=len(photo.tokens), sure=not scored.ambiguous and not scored.hidden)
     for li, (side, where) in enumerate(photo.tokens):
         ci = pairs.get(li)
         if ci is None:
@@ -325,21 +326,25 @@ def report(rows: dict[str, list[PhotoCheck]], photos: list[LabelledPhoto], unlab
               "Flagged: left to a human (a flagged call, a labelled token not found under a hidden area, or the photo "
               "refused: not scored, the user is told what to give). Exactly right: every labelled token right and no "
               "call on the board where no token is, flags or not. Payouts right: the round scored from the calls "
-              "(flagged ones as called) pays as the round scored from the labels (photos with a turn order).", "",
+              "(flagged ones as called) pays as the round scored from the labels (photos with a turn order); sure photos: "
+              "those scored with nothing left to a human (no flagged call, no hidden area), where knockcam's payouts "
+              "are its answer.", "",
               "| scoring | photos | tokens | right | right among unflagged | flagged | wrong calls left unflagged | "
-              "missed | calls where no token is | colour confusions | exactly right | not scored | payouts right |",
-              "|---" * 13 + "|"]
+              "missed | calls where no token is | colour confusions | exactly right | not scored | payouts right | "
+              "sure photos: payouts right |",
+              "|---" * 14 + "|"]
     for name, checks in rows.items():
         tok = sum(c.tokens for c in checks)
         flagged = sum(c.flagged for c in checks)
         ok = sum(c.unflagged_right for c in checks)
         paid = [c.payouts_right for c in checks if c.payouts_right is not None]
+        sure = [c.payouts_right for c in checks if c.payouts_right is not None and c.sure]
         lines.append(f"| {name} | {len(checks)} | {tok} | {pct(sum(c.right for c in checks), tok)} | "
                      f"{pct(ok, tok - flagged)} | {pct(flagged, tok)} | {tok - flagged - ok} | "
                      f"{sum(c.missed for c in checks)} | {sum(c.false_on_board for c in checks)} | "
                      f"{sum(c.colour for c in checks)} | {sum(c.exact for c in checks)} | "
                      f"{sum(c.refused is not None for c in checks)} | "
-                     + (f"{sum(paid)} of {len(paid)}" if paid else "n/a") + " |")
+                     + (f"{sum(paid)} of {len(paid)} | {sum(sure)} of {len(sure)}" if paid else "n/a | n/a") + " |")
     automatic = {name for name, corners, _ in CONFIGS if not corners}
     measured = [c.calibration_mm for name, checks in rows.items() if name in automatic
                 for c in checks if c.calibration_mm is not None]

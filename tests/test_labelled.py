@@ -69,7 +69,7 @@ def test_calls_that_match_the_labels_are_right_and_the_round_pays_as_the_labels_
     labels = _labelled(scene().photo, [("red", "boardwalk"), ("blue", "park_place"), ("blue", "off_board")], order=order)
     check = check_photo(scored, labels)
     assert (check.tokens, check.right, check.flagged, check.unflagged_right) == (3, 3, 0, 3)
-    assert check.exact and check.payouts_right and check.wrong == []
+    assert check.exact and check.payouts_right and check.sure and check.wrong == []
 
 
 def test_a_wrong_place_a_colour_confusion_a_miss_and_a_phantom_are_each_counted():
@@ -91,7 +91,7 @@ def test_a_call_on_a_line_is_flagged_and_counted_as_left_to_a_human():
     on_line = tuple(float(v) for v in edge.mean(axis=0))  # on boardwalk's outline: no call can be sure there
     scored = _scored(Token(side="red", xy_mm=on_line, confidence=0.9, sigma_mm=0.5))
     check = check_photo(scored, _labelled(scene().photo, [("red", "boardwalk")]))
-    assert check.flagged == 1 and check.unflagged_right == 0
+    assert check.flagged == 1 and check.unflagged_right == 0 and not check.sure
 
 
 def test_a_refused_photo_leaves_every_token_on_the_board_to_a_human():
@@ -173,6 +173,7 @@ def test_every_way_a_photo_allows_is_scored_and_reported(tmp_path):
     assert auto.refused is not None or auto.calibration_mm is not None
     text = report(rows, photos, unlabelled, tmp_path, "knockcam bench --photos X")
     assert "photos labelled by a person" in text and "| labelled corners, empty-board frame | 1 |" in text
+    assert all(line.count("|") == 15 for line in text.splitlines() if line.startswith("| automatic calibration"))
     assert "Not scored, no label file beside them: 1 (empty.jpg)" in text
 
 
