@@ -10,7 +10,7 @@ A label file sits beside its photo, with the same name (``round3.yaml`` or ``rou
       blue: [park_place, park_place, off_board]
     reference_image: empty.jpg   # optional: the empty board from the same camera, beside the photo
     corners_px: [[102, 655], [1180, 640], [930, 80], [310, 85]]   # optional: near-left, near-right,
-                             # far-right, far-left, in pixels (knockcam calibrate --click shows them)
+                             # far-right, far-left, in pixels (knockcam calibrate --click --json prints them)
     order: [red, blue]       # optional: the turn order; the payouts are compared too
     pot: 500                 # optional: the Free Parking pot before the round (R4)
 
@@ -88,7 +88,8 @@ class PhotoCheck:
 
 
 # --- label files -------------------------------------------------------------------------------
-def find_labelled(folder: str | Path, board: Board, order: tuple[str, ...] = ()) -> tuple[list[LabelledPhoto], list[Path]]:
+def find_labelled(folder: str | Path, board: Board,
+                  order: tuple[str, ...] = ()) -> tuple[list[LabelledPhoto], list[Path]]:
     """The labelled photos in ``folder`` (in name order) and the photos there without a label file; ``order``:
     the turn order of those whose labels give none."""
     folder, order = Path(folder), _checked_order(order, "--order")
