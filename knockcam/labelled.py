@@ -92,7 +92,8 @@ def find_labelled(folder: str | Path, board: Board,
                   order: tuple[str, ...] = ()) -> tuple[list[LabelledPhoto], list[Path]]:
     """The labelled photos in ``folder`` (in name order) and the photos there without a label file; ``order``:
     the turn order of those whose labels give none."""
-    folder, order = Path(folder), _checked_order(order, "--order")
+    folder = Path(folder)
+    _check_round(order, POT_START, board, "--order")
     if not folder.is_dir():
         raise KnockcamError(f"not a folder: {folder}", "give the folder that holds the photos and their label files")
     labelled, unlabelled = [], []
@@ -131,21 +132,25 @@ def read_labels(path: str | Path, photo: str | Path, board: Board, order: tuple[
                                 "put it beside the photo or drop reference_image")
     if data.get("order"):
         text = ",".join(map(str, data["order"])) if isinstance(data["order"], list) else str(data["order"])
-        order = _checked_order(parse_order(text), str(path))
+        order = parse_order(text)
     pot = data.get("pot", POT_START)
-    if isinstance(pot, bool) or not isinstance(pot, int) or pot < 0:
+    if order:
+        _check_round(order, pot, board, str(path))
+    elif isinstance(pot, bool) or not isinstance(pot, int) or pot < 0:
         raise KnockcamError(f"{path}: pot must be a whole number of M, at least 0, not {pot!r}")
     return LabelledPhoto(photo=photo, labels=path, tokens=tokens, reference=reference or None,
                          corners_px=_corners(data.get("corners_px"), path), order=order, pot=pot,
                          synthetic=synthetic)
 
 
-def _checked_order(order: tuple[str, ...], where: str) -> tuple[str, ...]:
-    """``order`` when every name in it is a side; else a KnockcamError saying so at ``where``."""
-    bad = [side for side in order if side not in SIDES]
-    if bad:
-        raise KnockcamError(f"{where}: order names {bad[0]!r}, not a side", f"sides are {', '.join(SIDES)}")
-    return tuple(order)
+def _check_round(order: tuple[str, ...], pot, board: Board, where: str) -> None:
+    """A turn order (when there is one) and pot as the rules engine takes them (R1, R4); else its one-line
+    KnockcamError naming ``where``. Checked here, not when a photo is scored: there it would read as a
+    photo not scored."""
+    if order:
+        from knockcam.rules.round import RoundInput, validate_round
+
+        validate_round(RoundInput(order=tuple(order), pot=pot, tokens=()), board, where)
 
 
 def _label_tokens(tokens, path: Path, board: Board):

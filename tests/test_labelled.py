@@ -140,7 +140,10 @@ def test_the_fixtures_truth_files_read_as_labels():
     ({"tokens": {"red": []}, "reference_image": "gone.jpg"}, "gone.jpg is not there"),
     ({"tokens": {"red": []}, "corners_px": [[1, 2]]}, "corners_px must be four"),
     ({"tokens": {"red": []}, "pot": -5}, "pot must be a whole number"),
-    ({"tokens": {"red": []}, "order": ["red", "pink"]}, "order names 'pink'"),
+    ({"tokens": {"red": []}, "order": ["red", "pink"]}, "order[1]: unknown side 'pink'"),
+    ({"tokens": {"red": []}, "order": ["red"]}, "order: a game has 2 to 4 sides, not 1"),  # the engine's checks
+    ({"tokens": {"red": []}, "order": ["red", "red"]}, "side 'red' listed twice"),
+    ({"tokens": {"red": []}, "order": ["red", "blue"], "pot": -5}, "pot: must be a whole number"),
     ({"cards": []}, "no 'tokens'"),
 ])
 def test_a_bad_label_file_is_one_line_naming_it(tmp_path, data, says):
@@ -183,5 +186,5 @@ def test_bench_photos_on_a_folder_without_labels_is_one_line_and_exit_2(tmp_path
     err = capsys.readouterr().err.strip()
     assert "no labelled photo" in err and len(err.splitlines()) == 1
     assert main(["bench", "--photos", str(tmp_path), "--order", "red,pink"]) == 2
-    assert "--order: order names 'pink'" in capsys.readouterr().err
+    assert "--order: order[1]: unknown side 'pink'" in capsys.readouterr().err
     assert not (tmp_path / "knockcam-bench.md").exists()
