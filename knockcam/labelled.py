@@ -280,7 +280,7 @@ def check_all(photos: list[LabelledPhoto], board_path: str | Path | None = None,
     rows: dict[str, list[PhotoCheck]] = {}
     for name, corners, frame in CONFIGS:
         for photo in photos:
-            if (corners and photo.corners_px is None) or (frame and photo.reference is None):
+            if not _allows(photo, corners, frame):
                 continue
             text = " ".join(f"{x:.2f},{y:.2f}" for x, y in photo.corners_px) if corners else None
             options = ScoreOptions(corners=text, reference=photo.reference if frame else None, board=board_path,
@@ -302,10 +302,14 @@ def check_all(photos: list[LabelledPhoto], board_path: str | Path | None = None,
     return rows
 
 
+def _allows(photo: LabelledPhoto, corners: bool, frame: bool) -> bool:
+    """Whether the photo's labels give what a way of scoring it needs (CONFIGS: corners, an empty-board frame)."""
+    return (not corners or photo.corners_px is not None) and (not frame or photo.reference is not None)
+
+
 def runs(photos: list[LabelledPhoto]) -> int:
     """How many times check_all scores a photo (for a progress bar)."""
-    return sum(1 for _, corners, frame in CONFIGS for p in photos
-               if (not corners or p.corners_px is not None) and (not frame or p.reference is not None))
+    return sum(_allows(p, corners, frame) for _, corners, frame in CONFIGS for p in photos)
 
 
 # --- the results file --------------------------------------------------------------------------
