@@ -104,7 +104,9 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
     of a photo alone (data/detect.yaml verify_alone), where the model put them (where it learnt):
 
     - a token it doubts (under ``drop_below``) is looked for around there (``around``): moved, flagged
-      ``unsure``, to where the verifier is sure of a token, else dropped (a phantom: a printed "?", a card);
+      ``unsure``, to where the verifier is sure of a token, else dropped (a phantom: a printed "?", a card)
+      unless the model scored it well and the verifier does not rule it out (``keep_doubted``): then it
+      stays where the model put it, flagged ``unsure``, a human's call rather than a token missed;
     - a token it is sure is of another side takes that side, flagged (source ``conflict``);
     - a token the model scored weakly (``unsure``) that it vouches for in its colour is no longer left
       to a human for that;
@@ -119,9 +121,12 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
     for k, t in enumerate(tokens):
         if present[k] < float(cfg["drop_below"]):
             # a doubted token may be a real one the model placed a little off: looked for around it
-            t = _look_around(t, photo, verifier, cfg["around"])
-            if t is not None and not near(t.xy_mm, [u.xy_mm for j, u in enumerate(tokens) if j != k], apart):
-                out.append(t)
+            others = [u.xy_mm for j, u in enumerate(tokens) if j != k]
+            moved = _look_around(t, photo, verifier, cfg["around"])
+            if moved is not None and not near(moved.xy_mm, others, apart):
+                out.append(moved)
+            elif _kept_doubted(t, present[k], cfg["keep_doubted"]) and not near(t.xy_mm, others, apart):
+                out.append(replace(t, unsure=True))
             continue
         side = SIDES[int(likeliest[k])]
         if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):
@@ -143,6 +148,13 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
             if t is not None and not near(t.xy_mm, [u.xy_mm for u in out + added], apart):
                 added.append(t)
     return out + added
+
+
+def _kept_doubted(token: Token, present: float, cfg: dict) -> bool:
+    """Whether a token the verifier of a photo alone doubts, and did not find around, is kept (flagged) rather
+    than dropped: the model scored it at least ``model_above`` and the verifier gives it at least ``present_above``
+    (data/detect.yaml verify_alone.keep_doubted)."""
+    return token.confidence >= float(cfg["model_above"]) and present >= float(cfg["present_above"])
 
 
 def _look_around(token: Token, photo: PhotoPair, verifier: TokenVerifier, cfg: dict) -> Token | None:

@@ -415,6 +415,23 @@ def test_in_a_photo_alone_a_token_the_verifier_rules_out_and_finds_nowhere_aroun
                        np.array(around["distances_mm"], np.float64)[:, None])
 
 
+def test_in_a_photo_alone_a_well_scored_token_the_verifier_doubts_but_does_not_rule_out_stays_flagged():
+    """Found nowhere around, it stays where the model put it, left to a human, only when the model scored it at
+    least keep_doubted.model_above and the verifier gives it at least keep_doubted.present_above."""
+    keep = ALONE["keep_doubted"]
+    doubted = [0.0, keep["present_above"], 0.0, 0.0, 1.0 - keep["present_above"]]
+    ruled_out = [0.0, keep["present_above"] - 0.005, 0.0, 0.0, 1.005 - keep["present_above"]]
+    assert keep["present_above"] < ALONE["drop_below"]  # else these would not be doubted at all
+    tokens = [Token("red", (100.0, 300.0), keep["model_above"]), Token("red", (200.0, 300.0), 0.95),
+              Token("blue", (300.0, 300.0), keep["model_above"] - 0.01), Token("green", (400.0, 300.0), 0.95),
+              Token("red", (410.0, 300.0), 0.95)]  # beside the green one: that token seen twice
+    verifier = Around({100: doubted, 200: ruled_out, 300: doubted, 400: SURE_GREEN, 410: doubted})
+    kept = _alone(tokens, [], verifier)
+    assert [(t.side, t.xy_mm, t.unsure) for t in kept] == [("red", (100.0, 300.0), True),
+                                                          ("green", (400.0, 300.0), False)]
+    assert [UNSURE in p.flags for p in assign(kept, BOARD)] == [True, False]
+
+
 def test_in_a_photo_alone_a_doubted_token_found_beside_where_the_model_put_it_moves_there_flagged():
     step = float(ALONE["around"]["distances_mm"][-1])
     verifier = Around({100: SURE_NONE, 300: SURE_GREEN}, token_at=np.array([100.0 + step, 300.0]))
