@@ -107,7 +107,8 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
       ``unsure``, to where the verifier is sure of a token, else dropped (a phantom: a printed "?", a card)
       unless the model scored it well and the verifier does not rule it out (``keep_doubted``): then it
       stays where the model put it, flagged ``unsure``, a human's call rather than a token missed;
-    - a token it is sure is of another side takes that side, flagged (source ``conflict``);
+    - a token it is sure is of another side takes that side, flagged (source ``conflict``); one it keeps in the
+      model's colour while giving another side some chance (``other_side_above``) is flagged ``unsure``;
     - a token the model scored weakly (``unsure``) that it vouches for in its colour is no longer left
       to a human for that;
     - the model's lone weak candidates (``weak``, under ``model.conf``) it is sure of are added, flagged
@@ -131,6 +132,8 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
         side = SIDES[int(likeliest[k])]
         if side != t.side and p[k, likeliest[k]] >= float(cfg["recolour_above"]):
             t = replace(t, side=side, source="conflict")
+        elif max(p[k, j] for j in range(NONE) if SIDES[j] != t.side) >= float(cfg["other_side_above"]):
+            t = replace(t, unsure=True)  # the verifier sees another colour there too: a human's call
         elif t.unsure and p[k, SIDES.index(t.side)] >= float(cfg["vouch_above"]):
             t = replace(t, unsure=False)
         out.append(t)

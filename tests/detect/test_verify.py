@@ -453,6 +453,18 @@ def test_in_a_photo_alone_the_colour_the_verifier_is_sure_of_is_given_flagged():
     assert [DISAGREEMENT in p.flags for p in assign(kept, BOARD)] == [True, False]
 
 
+def test_in_a_photo_alone_a_token_the_verifier_also_sees_in_another_colour_is_left_to_a_human():
+    """Kept in the model's colour, flagged unsure, when the verifier gives another side at least other_side_above
+    (blue and green figures in a dim or blurred photo); the chance of no token there does not count."""
+    bar = ALONE["other_side_above"]
+    tokens = [Token("red", (100.0, 300.0), 0.9), Token("red", (200.0, 300.0), 0.9), Token("red", (300.0, 300.0), 0.9)]
+    kept = look_alone(tokens, [], {100: [0.8, 0.0, 0.0, bar, 0.2 - bar], 200: [0.8, 0.0, 0.0, bar - 0.01, 0.21 - bar],
+                                   300: [0.5, 0.0, 0.0, 0.0, 0.5]})
+    assert [(t.side, t.source, t.unsure) for t in kept] == [("red", "model", True), ("red", "model", False),
+                                                            ("red", "model", False)]
+    assert [UNSURE in p.flags for p in assign(kept, BOARD)] == [True, False, False]
+
+
 def test_in_a_photo_alone_a_weakly_scored_token_the_verifier_vouches_for_in_its_colour_is_not_left_to_a_human():
     vouched = [ALONE["vouch_above"], 0.0, 0.0, 0.0, 1.0 - ALONE["vouch_above"]]
     almost = [ALONE["vouch_above"] - 0.01, 0.0, 0.0, 0.0, 1.01 - ALONE["vouch_above"]]
