@@ -24,7 +24,7 @@ CLOSE_CALL = "close_call"  # the base centre is within the uncertainty band of a
 EXTRA_TOKEN = "extra_token"  # more tokens of this side than the game has (R2): the least confident ones
 FALLEN = "fallen"  # fell over: stood back up where it fell (S3), its base centre less sure (fallen_sigma_mm)
 DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see knockcam.detect.combine)
-UNSURE = "unsure"  # the detector's score is weak: it may be no token at all
+UNSURE = "unsure"  # a look doubts the token: a weak score (it may be no token at all), or another colour seen there
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
 
 # Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine; verifier_only:

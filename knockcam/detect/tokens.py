@@ -25,7 +25,7 @@ class Token:
                            # verify: verified (one detector saw it, the second look confirmed it),
                            # verifier_only (neither detector reported it: found beside a token)
     fallen: bool = False
-    unsure: bool = False  # the detector itself doubts that this is a token (a weak score): a human decides
+    unsure: bool = False  # a look doubts this token (a weak score, or another colour seen there): a human decides
 
 
 # how many looks vouch for a token, by its source: both detectors, one and the verifier, the verifier
