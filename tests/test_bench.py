@@ -226,7 +226,7 @@ def test_with_the_empty_board_frame_the_automatic_calibration_is_found_in_that_f
 
     board = load_board()
     real = bench.make_scene(board, 7)
-    blank = np.full_like(real.image, 128)
+    blank = np.full_like(real.image, (40, 110, 60))  # a plain table in colour: no board in it
     names = ("reference frame, auto calibration", "reference frame, given calibration")
     for scene, failures in ((replace(real, image=blank), [0, 0]), (replace(real, reference=blank), [0, 0]),
                             (replace(real, image=blank, reference=blank), [1, 0])):

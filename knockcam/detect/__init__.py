@@ -71,10 +71,14 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
 
     ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
-    With neither a reference frame nor a model there is nothing to detect with: KnockcamError.
+    With neither a reference frame nor a model there is nothing to detect with: KnockcamError; nor in
+    a photo with no colour (black and white), where the sides cannot be told apart.
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
+    if _without_colour(image):
+        raise KnockcamError("no colour in the image (black and white, a camera's night mode, or far too dark): "
+                            "the tokens' sides cannot be told apart; take it in colour and in good light")
     from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_pair_placer,
                                         load_placer, mark_fallen, place_fallen)
 
@@ -141,6 +145,18 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         found = last_look(found + mark_fallen(beside, image, calibration, board, lying, pair), pair, verifier, hidden)
         found = place_fallen(found, image, calibration, board, placer, pair)  # the lying ones: where they stand up
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
+
+
+def _without_colour(image: np.ndarray) -> bool:
+    """Whether ``image`` shows no colour at all: under 1% of its pixels (every 8th row and column) have
+    channels ``photo.min_chroma`` apart (data/detect.yaml). Scored anyway, such a photo would give every
+    token some side, most of them wrong."""
+    import cv2
+
+    blue, green, red = cv2.split(cv2.resize(image, (max(image.shape[1] // 8, 1), max(image.shape[0] // 8, 1)),
+                                            interpolation=cv2.INTER_NEAREST))
+    chroma = cv2.max(cv2.max(blue, green), red) - cv2.min(cv2.min(blue, green), red)  # uint8: max >= min
+    return np.count_nonzero(chroma >= float(settings.load("detect")["photo"]["min_chroma"])) < 0.01 * chroma.size
 
 
 def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> list[Token]:

@@ -80,6 +80,13 @@ def test_no_board_found(cli, tmp_path):
     _assert_one_clean_line(_score(tmp_path, photo, run=cli), "board not found", "--corners")
 
 
+def test_black_and_white_photo(cli, tmp_path, scene):
+    photo = tmp_path / "night-mode.jpg"
+    cv2.imwrite(str(photo), cv2.cvtColor(cv2.imread(str(scene.photo), cv2.IMREAD_GRAYSCALE), cv2.COLOR_GRAY2BGR))
+    result = _score(tmp_path, photo, "--calibration", scene.calibration, run=cli)
+    _assert_one_clean_line(result, "no colour", "take it in colour")
+
+
 @pytest.mark.parametrize("text, words", [
     ("homography: [1, 2]\n", "calibration"),
     ("{{{ not yaml\n", "calibration"),

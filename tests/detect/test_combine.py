@@ -124,7 +124,7 @@ def test_disagreements_are_flagged_by_assignment():
 
 def test_no_detector_at_all_is_a_clear_error():
     board = load_board()
-    img = np.zeros((72, 128, 3), np.uint8)
+    img = np.full((72, 128, 3), (40, 110, 60), np.uint8)  # a colour photo (a black one has no colour to detect by)
     from knockcam.calibrate.calibration import Calibration
 
     cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
@@ -152,7 +152,8 @@ def test_the_model_alone_leaves_a_middling_score_to_a_human(monkeypatch):
 
     board = load_board()
     cal = Calibration(method="corners", image_size=(128, 72), homography=np.eye(3))
-    found = detect(np.zeros((72, 128, 3), np.uint8), cal, board, reference=None, model=Model()).tokens
+    table = np.full((72, 128, 3), (40, 110, 60), np.uint8)  # a plain green table: a colour photo with nothing on it
+    found = detect(table, cal, board, reference=None, model=Model()).tokens
     assert [(k.side, k.unsure) for k in found] == [("red", True), ("blue", False), ("green", True)]
     assert [p.ambiguous for p in assign(list(found), board)] == [True, False, True]
 

@@ -20,12 +20,13 @@ class FakeModel:
 def test_a_token_the_model_is_unsure_of_is_not_taken_for_a_slide(monkeypatch):
     from knockcam.detect import verify
 
-    monkeypatch.setattr(verify, "load_alone", lambda path=None: None)  # it would see no token on a black frame
+    monkeypatch.setattr(verify, "load_alone", lambda path=None: None)  # it would see no token on a plain frame
     board = load_board()
     calibration = Calibration(method="truth", image_size=(640, 480),
                               homography=np.array([[0.5, 0.0, 100.0], [0.0, -0.4, 420.0], [0.0, 0.0, 1.0]]))
     detector = StillDetector(board, calibration, reference=None, model=FakeModel())
-    seen = detector(Frame(image=np.zeros((480, 640, 3), np.uint8), index=0, t=0.0)).seen
+    table = np.full((480, 640, 3), (40, 110, 60), np.uint8)  # a plain green table, in colour
+    seen = detector(Frame(image=table, index=0, t=0.0)).seen
     assert [s.side for s in seen] == ["red"]
 
 

@@ -1,0 +1,37 @@
+"""``knockcam.detect.detect``, the one entry point: what it refuses before any detector runs."""
+
+import json
+from pathlib import Path
+
+import cv2
+import pytest
+
+from knockcam.board import load_board
+from knockcam.calibrate.calibration import Calibration
+from knockcam.detect import _without_colour, detect
+from knockcam.errors import KnockcamError
+
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+
+
+def _grey(image):
+    """``image`` as a black-and-white camera gives it: three equal channels, through a JPEG."""
+    grey = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
+    return cv2.imdecode(cv2.imencode(".jpg", grey, [cv2.IMWRITE_JPEG_QUALITY, 85])[1], cv2.IMREAD_COLOR)
+
+
+def test_a_black_and_white_photo_is_refused_not_scored():
+    """Scored, the grey photo would give tokens sides it cannot show (the reference detector finds them)."""
+    case = "touching_and_lines"
+    image, reference = cv2.imread(str(FIXTURES / f"{case}.jpg")), cv2.imread(str(FIXTURES / f"{case}_ref.jpg"))
+    cal = Calibration.from_dict(json.loads((FIXTURES / f"{case}.json").read_text())["calibration"])
+    assert detect(image, cal, load_board(), reference=reference, model=None).tokens
+    with pytest.raises(KnockcamError, match="no colour.*take it in colour"):
+        detect(_grey(image), cal, load_board(), reference=reference, model=None)
+
+
+@pytest.mark.parametrize("photo", sorted(p.name for p in FIXTURES.glob("*.jpg")))
+def test_every_shipped_photo_and_empty_frame_has_colour(photo):
+    image = cv2.imread(str(FIXTURES / photo))
+    assert not _without_colour(image)
+    assert _without_colour(_grey(image))
