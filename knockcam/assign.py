@@ -138,6 +138,11 @@ def side_counts(positions: list[Position]) -> dict[str, int]:
     return {side: sum(1 for p in positions if p.token.side == side) for side in SIDES}
 
 
+def places(positions: list[Position]) -> str:
+    """Where the tokens rest, for a message: "red on boardwalk, blue on no_space"."""
+    return ", ".join(f"{p.token.side} on {p.space or p.state}" for p in positions)
+
+
 def hidden_spaces(areas: tuple[HiddenArea, ...] | list[HiddenArea], board: Board) -> tuple[str, ...]:
     """The spaces a hidden area covers enough of (``hidden.min_space_share`` of the space, data/assign.yaml)
     for a token resting there to be under it: the ones a human must look at. In board-file order."""

@@ -198,6 +198,7 @@ class Scorer:
             round_for((), self.board, tuple(options.order), int(options.pot))
         self.reference = load_photo(options.reference, "empty-board frame") if options.reference else None
         self._frame_calibration: Calibration | KnockcamError | None = None  # found once: the frame's, or its refusal
+        self._frame_checked: set[bytes] = set()  # the calibrations the empty-board frame was seen empty through
         self.detect = detector or default_detector
 
     def calibrate(self, image: np.ndarray) -> Calibration:
@@ -229,6 +230,22 @@ class Scorer:
         if isinstance(self._frame_calibration, Calibration):
             return self._frame_calibration
         return self._calibrate_photo_for_frame(image, self._frame_calibration)
+
+    def _check_frame_is_empty(self, calibration: Calibration) -> None:
+        """KnockcamError when the empty-board frame shows tokens on the board (looked at once per calibration):
+        the reference-frame detector would miss every token standing where one stands in the frame."""
+        key = np.asarray(calibration.homography, np.float64).tobytes()
+        if key in self._frame_checked:
+            return
+        from knockcam.assign import assign, places
+        from knockcam.detect import tokens_in_empty_frame
+
+        seen = assign(tokens_in_empty_frame(self.reference, calibration, self.board), self.board)
+        if seen:
+            raise KnockcamError(f"the empty-board frame {self.options.reference} is not empty: {len(seen)} token"
+                                f"{'s' if len(seen) > 1 else ''} on the board ({places(seen)}): give a frame of this "
+                                "camera with no token on the board, or score without --reference")
+        self._frame_checked.add(key)
 
     def _calibrate_photo_for_frame(self, image: np.ndarray, frame_refused: KnockcamError) -> Calibration:
         """The empty-board frame's automatic calibration was refused: the photo's own, when it is accepted and
@@ -268,6 +285,8 @@ class Scorer:
                                 "take both with the same camera")
         t1 = time.perf_counter()
         calibration = self.calibrate(image)
+        if self.reference is not None:
+            self._check_frame_is_empty(calibration)
         t2 = time.perf_counter()
         found = self.detect(image, calibration, self.board, self.reference)
         hidden = found.hidden if isinstance(found, Detection) else ()

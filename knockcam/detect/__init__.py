@@ -147,6 +147,20 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 
+def tokens_in_empty_frame(reference: np.ndarray, calibration: "Calibration", board: "Board",
+                          model: ModelArg = AUTO) -> list[Token]:
+    """The tokens the learned model is sure of (``empty_frame.token_above``, data/detect.yaml) on the board in
+    ``reference``, a frame that should show the board empty; [] without a model. The reference-frame detector
+    sees only what changed: a token standing in both would be missed, and the model's report of it overruled."""
+    learned = load_model(model)
+    if learned is None:
+        return []
+    bar = float(settings.load("detect")["empty_frame"]["token_above"])
+    width, length = board.size_mm
+    return [t for t in learned.detect(reference, calibration, board, conf=bar)
+            if 0.0 <= t.xy_mm[0] <= width and 0.0 <= t.xy_mm[1] <= length]
+
+
 def _without_colour(image: np.ndarray) -> bool:
     """Whether ``image`` shows no colour at all: under 1% of its pixels (every 8th row and column) have
     channels ``photo.min_chroma`` apart (data/detect.yaml). Scored anyway, such a photo would give every
@@ -173,4 +187,5 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
 
 
-__all__ = ["AUTO", "Detection", "HiddenArea", "Token", "detect", "load_model", "with_calibration_error"]
+__all__ = ["AUTO", "Detection", "HiddenArea", "Token", "detect", "load_model", "tokens_in_empty_frame",
+           "with_calibration_error"]

@@ -196,6 +196,7 @@ class LiveGame:
         stats = RunStats()
         gate = detector = watch = search = None
         paused_for_camera = False
+        frame_checked, told_clutter = False, ""
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
         for item in source:
@@ -230,6 +231,20 @@ class LiveGame:
                 continue
             t_still, cpu_still = clock(), time.process_time()
             fresh_reference = self.reference is None
+            if not frame_checked:  # the empty-board frame, taken now or given, must show no token on the board
+                clutter = self._tokens_on_board(frame.image if fresh_reference else self.reference)
+                if clutter and not fresh_reference:
+                    raise KnockcamError(f"the empty-board frame is not empty ({clutter}): give one with no token on "
+                                        "the board, or start without --reference with the board clear")
+                if clutter:
+                    if clutter != told_clutter:
+                        self.log.append("camera", trouble="board not clear", message=clutter, frame=frame.index)
+                        self.tell(f"the board is not clear ({clutter}): clear it, the first still frame is taken "
+                                  "as the empty board")
+                        told_clutter = clutter
+                    gate.detected()
+                    continue
+                frame_checked = True
             if self.reference is None:
                 self.reference = frame.image.copy()
                 log_reference(self.log, self.reference, "first still frame: the empty board")
@@ -293,6 +308,14 @@ class LiveGame:
         if self.calibration is None and search is not None:
             raise KnockcamError(search.gave_up(f"{search.tries} tries before the frames ended"))
         return stats
+
+    def _tokens_on_board(self, image: np.ndarray) -> str:
+        """Where the learned model sees tokens on the board in ``image`` ("" where none, or with no model):
+        in the empty-board frame, the reference-frame detector would never see them."""
+        from knockcam.assign import assign, places
+        from knockcam.detect import tokens_in_empty_frame
+
+        return places(assign(tokens_in_empty_frame(image, self.calibration, self.board, self.model), self.board))
 
     def _look_for_board(self, frame: Frame, search: BoardSearch) -> bool:
         """No calibration given: find the board automatically in this frame, if it is time for another try.

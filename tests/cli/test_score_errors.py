@@ -87,6 +87,12 @@ def test_black_and_white_photo(cli, tmp_path, scene):
     _assert_one_clean_line(result, "no colour", "take it in colour")
 
 
+def test_an_empty_board_frame_with_tokens_on_it(cli, tmp_path, scene):
+    """The photo itself given as the empty-board frame: scored, every token standing in both would be lost."""
+    result = _score(tmp_path, scene.photo, "--calibration", scene.calibration, "--reference", scene.photo, run=cli)
+    _assert_one_clean_line(result, "is not empty", "on the board (", "without --reference")
+
+
 @pytest.mark.parametrize("text, words", [
     ("homography: [1, 2]\n", "calibration"),
     ("{{{ not yaml\n", "calibration"),

@@ -1,4 +1,4 @@
-"""``knockcam.detect.detect``, the one entry point: what it refuses before any detector runs."""
+"""``knockcam.detect``: what ``detect`` refuses before any detector runs, and the check of an empty-board frame."""
 
 import json
 from pathlib import Path
@@ -8,7 +8,7 @@ import pytest
 
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect import _without_colour, detect
+from knockcam.detect import _without_colour, detect, tokens_in_empty_frame
 from knockcam.errors import KnockcamError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -35,3 +35,14 @@ def test_every_shipped_photo_and_empty_frame_has_colour(photo):
     image = cv2.imread(str(FIXTURES / photo))
     assert not _without_colour(image)
     assert _without_colour(_grey(image))
+
+
+def test_the_model_sees_tokens_in_a_frame_that_is_not_empty():
+    """The photo given as the empty-board frame: the reference detector would see nothing change there."""
+    case = "touching_and_lines"
+    cal = Calibration.from_dict(json.loads((FIXTURES / f"{case}.json").read_text())["calibration"])
+    board = load_board()
+    assert tokens_in_empty_frame(cv2.imread(str(FIXTURES / f"{case}_ref.jpg")), cal, board) == []
+    seen = tokens_in_empty_frame(cv2.imread(str(FIXTURES / f"{case}.jpg")), cal, board)
+    assert len(seen) >= 5 and all(0 <= t.xy_mm[1] <= board.size_mm[1] for t in seen)
+    assert tokens_in_empty_frame(cv2.imread(str(FIXTURES / f"{case}.jpg")), cal, board, model=None) == []

@@ -214,3 +214,45 @@ def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():
     assert text.endswith("give --calibration from 'knockcam calibrate' on a photo from this camera, or accept the "
                          "last one with --max-error 4.5")
     assert "--max-error" not in BoardSearch(1.0, 30.0, refused="board not found").gave_up("1 try")
+
+
+def _fixture(case):
+    import json
+    from pathlib import Path
+
+    from knockcam.calibrate.calibration import Calibration
+
+    folder = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    truth = Calibration.from_dict(json.loads((folder / f"{case}.json").read_text())["calibration"])
+    return cv2.imread(str(folder / f"{case}.jpg")), cv2.imread(str(folder / f"{case}_ref.jpg")), truth
+
+
+def _clutter_game(tmp_path, calibration, reference=None):
+    log = tmp_path / "clutter.jsonl"
+    new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
+            review="ambiguous", source={"frames": "memory"}, calibration=calibration, reference=reference,
+            fsync=False).close()
+    prompter = ScriptedPrompter(dict(DEMO_ANSWERS))
+    return log, prompter, LiveGame(log, prompter, fsync=False)  # the shipped model looks at the empty frame
+
+
+def test_a_board_with_tokens_on_it_is_not_taken_for_the_empty_board(tmp_path):
+    """Tokens in the empty-board frame would be invisible to the reference detector for the whole game."""
+    photo, empty, truth = _fixture("overhead")
+    log, prompter, live = _clutter_game(tmp_path, truth)
+    live.run(list_source([photo] * 20 + [empty] * 20, 10.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    entries = read_log(log)
+    (clutter,) = [e for e in entries if e["kind"] == "camera"]
+    assert clutter["trouble"] == "board not clear" and "yellow on connecticut_avenue" in clutter["message"]
+    assert any(t.startswith("the board is not clear (yellow on") for t in prompter.told)
+    (reference,) = [e for e in entries if e["kind"] == "reference"]
+    assert reference["seq"] > clutter["seq"]
+    taken = cv2.imread(str(log.parent / reference["path"]))
+    assert cv2.absdiff(taken, empty).max() <= 2  # the frame of the clear board, not the one with tokens
+
+
+def test_a_given_empty_board_frame_with_tokens_on_it_stops_the_game(tmp_path):
+    photo, empty, truth = _fixture("overhead")
+    _, _, live = _clutter_game(tmp_path, truth, reference=photo)
+    with pytest.raises(KnockcamError, match=r"the empty-board frame is not empty \(yellow on .*without --reference"):
+        live.run(list_source([empty] * 20, 10.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
