@@ -231,7 +231,22 @@ class Scorer:
             return self._frame_calibration
         return self._calibrate_photo_for_frame(image, self._frame_calibration)
 
-    def _check_frame_is_empty(self, calibration: Calibration) -> None:
+    def _frame_in_view(self, image: np.ndarray, calibration: Calibration) -> tuple[np.ndarray, Calibration]:
+        """The empty-board frame as the photo's camera saw the board, and the photo's calibration. A hand-held
+        phone or a bumped webcam seldom takes the photo from exactly where it took the frame, and the
+        reference-frame detector compares the two pixel by pixel: the frame is carried into the photo's view
+        (knockcam.calibrate.motion), and a calibration found in the frame with it."""
+        from knockcam.calibrate.motion import carried, frame_onto
+
+        g, shift = frame_onto(self.reference, image, calibration, self.board)
+        if shift == 0.0:
+            return self.reference, calibration
+        if calibration is self._frame_calibration:
+            note = f"carried into the photo's view: the camera moved {shift:.1f} mm at the board corners since the frame"
+            calibration = calibration.moved(g, error_source=f"{calibration.error_source or calibration.method}; {note}")
+        return carried(self.reference, g, (image.shape[1], image.shape[0])), calibration
+
+    def _check_frame_is_empty(self, reference: np.ndarray, calibration: Calibration) -> None:
         """KnockcamError when the empty-board frame shows tokens on the board (looked at once per calibration):
         the reference-frame detector would miss every token standing where one stands in the frame."""
         key = np.asarray(calibration.homography, np.float64).tobytes()
@@ -240,7 +255,7 @@ class Scorer:
         from knockcam.assign import assign, places
         from knockcam.detect import tokens_in_empty_frame
 
-        seen = assign(tokens_in_empty_frame(self.reference, calibration, self.board), self.board)
+        seen = assign(tokens_in_empty_frame(reference, calibration, self.board), self.board)
         if seen:
             raise KnockcamError(f"the empty-board frame {self.options.reference} is not empty: {len(seen)} token"
                                 f"{'s' if len(seen) > 1 else ''} on the board ({places(seen)}): give a frame of this "
@@ -285,10 +300,12 @@ class Scorer:
                                 "take both with the same camera")
         t1 = time.perf_counter()
         calibration = self.calibrate(image)
-        if self.reference is not None:
-            self._check_frame_is_empty(calibration)
+        reference = self.reference
+        if reference is not None:
+            reference, calibration = self._frame_in_view(image, calibration)
+            self._check_frame_is_empty(reference, calibration)
         t2 = time.perf_counter()
-        found = self.detect(image, calibration, self.board, self.reference)
+        found = self.detect(image, calibration, self.board, reference)
         hidden = found.hidden if isinstance(found, Detection) else ()
         tokens = sort_tokens(found.tokens if isinstance(found, Detection) else found)
         if tokens and any(t.xy_px is None for t in tokens):

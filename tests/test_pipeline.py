@@ -290,3 +290,35 @@ def test_when_the_frame_is_refused_the_photo_is_calibrated_where_it_agrees(monke
     with pytest.raises(KnockcamError, match=r"^in the empty-board frame, calibration error 4.0 mm .*; in the photo too, "
                                             r"board not found: give --corners$"):
         scorer.calibrate(image)
+
+
+def test_a_photo_taken_from_elsewhere_than_its_empty_frame_is_scored_with_the_frame_carried_into_its_view(
+        monkeypatch, tmp_path):
+    """A hand-held phone or a bumped webcam: the board found in the frame, and the frame itself, follow the photo.
+    Before, the reference-frame detector compared misaligned pixels and called tokens on the wrong spaces."""
+    from knockcam.calibrate.calibration import Calibration
+
+    s = scene()
+    truth = Calibration.load(s.calibration).with_error(1.0, "frame")
+    image = cv2.imread(str(s.photo))
+    h, w = image.shape[:2]
+    move = np.vstack([cv2.getRotationMatrix2D((w / 2, h / 2), 1.0, 1.0), [0, 0, 1]])
+    move[:2, 2] += (12.0, -8.0)
+    moved = tmp_path / "moved.png"
+    cv2.imwrite(str(moved), cv2.warpPerspective(image, move, (w, h), borderMode=cv2.BORDER_REFLECT))
+
+    def calls(scored):
+        return sorted((p.token.side, p.space or p.state) for p in scored.positions)
+
+    still = Scorer(ScoreOptions(reference=s.empty))
+    _frame_and_photo_calibrations(monkeypatch, still, truth, None)
+    expected = still.score(s.photo)
+    assert expected.calibration is truth  # the same view: nothing carried
+    scorer = Scorer(ScoreOptions(reference=s.empty))
+    _frame_and_photo_calibrations(monkeypatch, scorer, truth, None)
+    scored = scorer.score(moved)
+    assert calls(scored) == calls(expected) and len(expected.positions) >= 3
+    assert "carried into the photo's view: the camera moved" in scored.calibration.error_source
+    corners_mm = [(0, 0), (400, 0), (400, 915), (0, 915)]
+    where = cv2.perspectiveTransform(truth.mm_to_px(corners_mm).reshape(-1, 1, 2), move).reshape(-1, 2)
+    assert np.abs(scored.calibration.mm_to_px(corners_mm) - where).max() < 1.0

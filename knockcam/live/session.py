@@ -358,17 +358,18 @@ class LiveGame:
 
     def _moved(self, moved, frame: Frame) -> None:
         """Re-register after a camera move found by features (knockcam.calibrate.motion), refined to sub-pixel."""
+        from knockcam.calibrate.motion import refine_shift
+
         g = moved.calibration.homography @ np.linalg.inv(self.calibration.homography)
         g = refine_shift(self.reference, frame.image, g / g[2, 2])
         self._reregister(g, frame, moved.note, float(moved.shift_mm), moved.calibration)
 
     def _reregister(self, g: np.ndarray, frame: Frame, note: str, shift_mm: float, base: Calibration | None = None) -> None:
         """The new calibration (``g`` after the old one) and the reference frame carried into the new view."""
-        import cv2
+        from knockcam.calibrate.motion import carried
 
         h, w = frame.image.shape[:2]
-        warped = cv2.warpPerspective(self.reference, g, (w, h), flags=cv2.INTER_LINEAR,
-                                     borderMode=cv2.BORDER_REPLICATE)
+        warped = carried(self.reference, g, (w, h))
         base = base or self.calibration
         method = base.method if base.method.endswith("+tracked") else base.method + "+tracked"
         self.calibration = self.calibration.moved(g, method=method)
@@ -389,6 +390,8 @@ class LiveGame:
 
     def _bumped(self, frame: Frame, min_px: float) -> bool:
         """Sub-pixel registration of this frame on the reference (ECC); re-register if it moved ``min_px``."""
+        from knockcam.calibrate.motion import refine_shift
+
         g = refine_shift(self.reference, frame.image, np.eye(3))
         w, length = self.board.size_mm
         corners = self.calibration.mm_to_px([(0, 0), (w, 0), (w, length), (0, length)])
@@ -408,25 +411,6 @@ def cv2_transform(points: np.ndarray, h: np.ndarray) -> np.ndarray:
     import cv2
 
     return cv2.perspectiveTransform(np.asarray(points, np.float64).reshape(-1, 1, 2), h).reshape(-1, 2)
-
-
-def refine_shift(reference: np.ndarray, image: np.ndarray, g: np.ndarray) -> np.ndarray:
-    """Sub-pixel refinement (ECC) of the reference -> image homography found from features: the
-    reference-frame detector compares the two pixel by pixel, so a tenth of a pixel shows at printed edges."""
-    import cv2
-
-    a = cv2.cvtColor(reference, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    b = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
-    warp = np.linalg.inv(g).astype(np.float32)
-    criteria = (cv2.TERM_CRITERIA_EPS | cv2.TERM_CRITERIA_COUNT, 50, 1e-5)
-    try:
-        _, warp = cv2.findTransformECC(b, a, warp, cv2.MOTION_HOMOGRAPHY, criteria, None, 5)
-    except cv2.error:  # no convergence: keep the feature estimate
-        return g
-    out = np.linalg.inv(warp.astype(np.float64))
-    if not np.isfinite(out).all() or np.abs(out / out[2, 2] - g).max() > 5.0:
-        return g
-    return out / out[2, 2]
 
 
 def _default_detector(board: Board, calibration: Calibration, reference, model) -> Detector:

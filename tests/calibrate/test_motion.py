@@ -42,3 +42,27 @@ def test_a_moved_camera_with_a_lens_is_re_registered_between_undistorted_pixels(
     assert result.moved
     truth_moved = Calibration("truth", (w, h), shift @ scene.truth.homography, k, d)
     assert corner_errors_mm(result.calibration, truth_moved, board).max() < 0.75  # 1.98 mm in the photo's pixels
+
+
+def test_the_empty_board_frame_is_found_on_a_photo_taken_from_elsewhere(scene, board):
+    """knockcam score --reference: a photo from where the frame was taken needs nothing; one taken after the
+    camera moved gets the homography carrying the frame onto it; one that shows something else is refused."""
+    import pytest
+
+    from knockcam.calibrate.motion import carried, frame_onto
+    from knockcam.errors import KnockcamError
+
+    h, w = scene.image.shape[:2]
+    g, shift = frame_onto(scene.image, scene.image, scene.truth, board)
+    assert shift == 0.0 and np.array_equal(g, np.eye(3))
+    move = np.vstack([cv2.getRotationMatrix2D((w / 2, h / 2), 1.0, 1.0), [0, 0, 1]])
+    move[:2, 2] += (12.0, -8.0)
+    photo = cv2.warpPerspective(scene.image, move, (w, h), borderMode=cv2.BORDER_REFLECT)
+    g, shift = frame_onto(scene.image, photo, scene.truth, board)
+    corners = scene.truth.mm_to_px([(0, 0), (400, 0), (400, 915), (0, 915)]).reshape(-1, 1, 2)
+    assert np.abs(cv2.perspectiveTransform(corners, g) - cv2.perspectiveTransform(corners, move)).max() < 1.0
+    assert shift > 2.0
+    assert np.abs(carried(scene.image, g, (w, h)).astype(int) - photo)[100:-100, 100:-100].mean() < 6
+    noise = np.random.default_rng(0).integers(0, 256, scene.image.shape, dtype=np.uint8)
+    with pytest.raises(KnockcamError, match="does not show the board as the photo does"):
+        frame_onto(scene.image, noise, scene.truth, board)

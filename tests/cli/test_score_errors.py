@@ -80,6 +80,14 @@ def test_no_board_found(cli, tmp_path):
     _assert_one_clean_line(_score(tmp_path, photo, run=cli), "board not found", "--corners")
 
 
+def test_an_empty_board_frame_that_does_not_match_the_photo(cli, tmp_path, scene):
+    h, w = cv2.imread(str(scene.photo)).shape[:2]
+    frame = tmp_path / "not-the-board.png"
+    cv2.imwrite(str(frame), cv2.GaussianBlur(np.random.default_rng(1).integers(0, 255, (h, w, 3), dtype=np.uint8), (0, 0), 3))
+    result = _score(tmp_path, scene.photo, "--calibration", scene.calibration, "--reference", frame, run=cli)
+    _assert_one_clean_line(result, "does not show the board as the photo does", "without --reference")
+
+
 def test_black_and_white_photo(cli, tmp_path, scene):
     photo = tmp_path / "night-mode.jpg"
     cv2.imwrite(str(photo), cv2.cvtColor(cv2.imread(str(scene.photo), cv2.IMREAD_GRAYSCALE), cv2.COLOR_GRAY2BGR))

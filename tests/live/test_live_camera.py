@@ -142,7 +142,7 @@ def test_camera_trouble_is_logged_and_told(demo, board, tmp_path):
 
 
 def test_sub_pixel_registration_finds_a_camera_bump(demo):
-    from knockcam.live.session import refine_shift
+    from knockcam.calibrate.motion import refine_shift
 
     h, w = demo.empty.shape[:2]
     shift = np.float32([[1, 0, 0.7], [0, 1, -0.4]])
