@@ -196,7 +196,9 @@ class LiveGame:
         stats = RunStats()
         gate = detector = watch = search = None
         paused_for_camera = False
-        frame_checked, told_clutter = False, ""
+        # the empty-board frame is looked at for tokens before the first observation (a game resumed after
+        # some has a checked frame, and tokens in play: a clear board is not to be waited for)
+        frame_checked, told_clutter = self.last_frame >= 0, ""
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
         for item in source:
