@@ -256,3 +256,12 @@ def test_a_given_empty_board_frame_with_tokens_on_it_stops_the_game(tmp_path):
     _, _, live = _clutter_game(tmp_path, truth, reference=photo)
     with pytest.raises(KnockcamError, match=r"the empty-board frame is not empty \(yellow on .*without --reference"):
         live.run(list_source([empty] * 20, 10.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    # a game resumed after its first observations is not held back: its frame was looked at when it started
+    from knockcam.live.log import GameLog
+    from knockcam.live.tracker import Observation
+
+    log = GameLog(tmp_path / "clutter.jsonl", fsync=False)
+    log.append("observation", **Observation(seen=(), frame=3, t=0.3).to_dict())
+    log.close()
+    resumed = LiveGame(tmp_path / "clutter.jsonl", ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False)
+    resumed.run(list_source([empty] * 20, 10.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
