@@ -66,3 +66,18 @@ def test_the_empty_board_frame_is_found_on_a_photo_taken_from_elsewhere(scene, b
     noise = np.random.default_rng(0).integers(0, 256, scene.image.shape, dtype=np.uint8)
     with pytest.raises(KnockcamError, match="does not show the board as the photo does"):
         frame_onto(scene.image, noise, scene.truth, board)
+
+
+def test_a_phone_size_pair_is_matched_at_the_working_size(scene, board):
+    """A phone's photo and frame: matched on copies scaled down, the move put back at full size."""
+    from knockcam.calibrate.motion import frame_onto
+
+    size = (4032, 2268)
+    frame = cv2.resize(scene.image, size, interpolation=cv2.INTER_CUBIC)
+    move = np.array([[1.0, 0.0, 30.0], [0.0, 1.0, -20.0], [0.0, 0.0, 1.0]])
+    photo = cv2.warpPerspective(frame, move, size, borderMode=cv2.BORDER_REFLECT)
+    truth = scene.truth.resized(size)
+    g, shift = frame_onto(frame, photo, truth, board)
+    corners = truth.mm_to_px([(0, 0), (400, 0), (400, 915), (0, 915)]).reshape(-1, 1, 2)
+    assert shift > 2.0
+    assert np.abs(cv2.perspectiveTransform(corners, g) - cv2.perspectiveTransform(corners, move)).max() < 3.0
