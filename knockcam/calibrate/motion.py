@@ -111,8 +111,8 @@ def frame_onto(reference: np.ndarray, image: np.ndarray, calibration: Calibratio
     and refined to sub-pixel (``refine_shift``) when they move the corners more than ``motion.moved_mm``
     (data/calibrate.yaml); under that, the identity and 0. KnockcamError when the two cannot be matched.
     A phone-size pair is matched at the working size (``working_copy``), where the reference-frame detector's
-    1 px/mm raster needs no finer: three fixtures' pairs at 4032x2268, moved 36 px, took 0.3-0.5 s so and were
-    placed within 1.8 px at full size (at full size: 2.9-7.5 s, within 1.1 px)."""
+    1 px/mm raster needs no finer: three fixtures' pairs at 4032x2268, moved 36 px, took 0.3-0.5 s and were
+    placed within 1.8 px of the move at full size (matched at full size: 2.9-7.5 s, within 1.1 px)."""
     size = (int(image.shape[1]), int(image.shape[0]))
     small = working_copy(image)
     to_work = resize_matrix(size, (int(small.shape[1]), int(small.shape[0])))
