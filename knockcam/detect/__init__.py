@@ -147,7 +147,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
 
 
-def tokens_in_empty_frame(reference: np.ndarray, calibration: "Calibration", board: "Board",
+def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board: Board,
                           model: ModelArg = AUTO) -> list[Token]:
     """The tokens the learned model is sure of (``empty_frame.token_above``, data/detect.yaml) on the board in
     ``reference``, a frame that should show the board empty; [] without a model. The reference-frame detector
