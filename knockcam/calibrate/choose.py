@@ -72,13 +72,14 @@ def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, 
 
 def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
                             max_error_mm: float | None = None) -> Calibration:
-    """The automatic method, checked: a KnockcamError saying what to do when the board is not found
-    or its error is over the limit (in a blurred photo: retake it)."""
+    """The automatic method, checked: a KnockcamError saying what to do when the board is not found,
+    its error is over the limit (in a blurred photo: retake it) or the photo is mirrored."""
     from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
+    from knockcam.calibrate.mirror import check_not_mirrored
 
     cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
     try:
-        return check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
+        cal = check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
     except KnockcamError:
         width = blurred_lines_px(image, cal, board)
         if width is None:
@@ -87,6 +88,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
         return check(cal, max_error_mm, f"retake it in focus, holding the camera still, or {AUTO_HINT}",
                      because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
+    return check_not_mirrored(image, cal, board)
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",

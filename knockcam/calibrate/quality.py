@@ -97,7 +97,8 @@ def plausible(homography: np.ndarray, board: Board, image_size: tuple[int, int])
     if not (np.all(cross < 0) or np.all(cross > 0)):
         return "the corners do not form a convex quadrilateral (order: near-left, near-right, far-right, far-left)"
     if np.all(cross > 0):
-        return "the corners are mirrored: give them as near-left, near-right, far-right, far-left"
+        return ("the corners are mirrored: give them as near-left, near-right, far-right, far-left "
+                "(or, if the photo itself is mirrored, turn off the camera's mirroring)")
     w, h = image_size
     area = 0.5 * abs(np.dot(quad[:, 0], np.roll(quad[:, 1], 1)) - np.dot(quad[:, 1], np.roll(quad[:, 0], 1)))
     if area < 0.002 * w * h:

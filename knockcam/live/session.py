@@ -326,6 +326,7 @@ class LiveGame:
         out of focus; an arm may be over the board), until ``search.give_up_s`` of frames have passed.
         """
         from knockcam.calibrate.choose import calibrate_automatically, offered_max_error
+        from knockcam.calibrate.mirror import Mirrored
         from knockcam.calibrate.quality import Refused
 
         if frame.t < search.next_t:
@@ -335,6 +336,9 @@ class LiveGame:
             search.first_t = frame.t
         try:
             cal = calibrate_automatically(frame.image, self.board, max_error_mm=self.max_error_mm)
+        except Mirrored as exc:  # the camera mirrors every frame: looking again does not help
+            self.log.append("camera", trouble="mirrored", message=str(exc), frame=frame.index)
+            raise KnockcamError(exc.reason, "turn off the camera's mirroring and start again") from None
         except KnockcamError as exc:
             search.refused = exc.reason  # what went wrong; its advice is for knockcam score
             search.offer = offered_max_error(exc.calibration) if isinstance(exc, Refused) else None

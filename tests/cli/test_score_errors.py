@@ -95,6 +95,13 @@ def test_black_and_white_photo(cli, tmp_path, scene):
     _assert_one_clean_line(result, "no colour", "take it in colour")
 
 
+def test_mirrored_photo(cli, tmp_path, scene):
+    """A selfie camera's photo: the automatic method would place the board with left and right swapped."""
+    photo = tmp_path / "selfie.jpg"
+    cv2.imwrite(str(photo), cv2.flip(cv2.imread(str(scene.photo)), 1))
+    _assert_one_clean_line(_score(tmp_path, photo, run=cli), "mirrored", "turn off the camera's mirroring")
+
+
 def test_an_empty_board_frame_with_tokens_on_it(cli, tmp_path, scene):
     """The photo itself given as the empty-board frame: scored, every token standing in both would be lost."""
     result = _score(tmp_path, scene.photo, "--calibration", scene.calibration, "--reference", scene.photo, run=cli)

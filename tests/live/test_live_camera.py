@@ -206,6 +206,16 @@ def test_no_calibration_gives_up_with_what_to_do(empty_720p, tmp_path, monkeypat
         live.run(list_source(_warming_up(empty, 40), 30.0))
 
 
+def test_a_mirrored_camera_stops_at_once_with_what_to_do(empty_720p, tmp_path):
+    """Every frame of a mirrored webcam is mirrored: the live mode says so on the first, not after its search."""
+    empty, _ = empty_720p
+    log, _, live = _search_game(tmp_path)
+    with pytest.raises(KnockcamError, match=r"mirrored .*: turn off the camera's mirroring and start again$"):
+        live.run(list_source([cv2.flip(empty, 1)] * 60, 30.0))
+    trouble = [e for e in read_log(log) if e["kind"] == "camera"]
+    assert [(e["trouble"], e["frame"]) for e in trouble] == [("mirrored", 0)]
+
+
 def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():
     from knockcam.live.session import BoardSearch
 
