@@ -37,7 +37,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
         if tuple(cal.image_size) != size:
             raise KnockcamError(f"{calibration_file} is for {cal.image_size[0]}x{cal.image_size[1]} images, this one is "
                                 f"{size[0]}x{size[1]}: run 'knockcam calibrate' on this camera's image")
-        return cal
+        return check_file_fits(image, cal, board, str(calibration_file), max_error_mm)
     if corners is not None:
         from knockcam.calibrate.corners import parse_corners
 
@@ -58,6 +58,35 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     if len(detect_markers(image)) >= 3:
         return calibrate_with_markers(image, board, k, d, max_error_mm)
     return calibrate_automatically(image, board, k, d, max_error_mm)
+
+
+def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str,
+                    max_error_mm: float | None = None) -> Calibration:
+    """A saved calibration, unchanged, or KnockcamError when this photo's printed lines put the board further
+    from where it says than the error limit, even allowing for their own estimated error: the camera moved
+    since the file was made, and every token would be read elsewhere without a flag. The lines are
+    registered from the file's corners (quick), else the board is found automatically; where neither
+    places it (a blurred photo, a covered board), nothing says the file is wrong and it is used."""
+    from knockcam.calibrate.auto import snap_to_grid
+    from knockcam.calibrate.quality import corner_errors_mm
+
+    cfg = settings.load("calibrate")
+    limit = float(max_error_mm if max_error_mm is not None else cfg["quality"]["max_error_mm"])
+    placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
+    allowance = 1.0
+    if placed is None or placed.error_mm is None or placed.error_mm > limit:
+        try:
+            placed = calibrate_automatically(image, board, max_error_mm=limit)
+        except KnockcamError:
+            return cal
+        allowance = float(cfg["file_check"]["auto_error_factor"])
+    apart = float(corner_errors_mm(placed, cal, board).max())
+    if apart - allowance * float(placed.error_mm or 0.0) > limit:
+        raise KnockcamError(f"{name} does not fit this photo: its printed lines put the board {apart:.0f} mm from where "
+                            "the file does (the camera moved since it was made)",
+                            "run 'knockcam calibrate' on a photo from where the camera is now, or score without "
+                            "--calibration")
+    return cal
 
 
 def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,

@@ -199,6 +199,7 @@ class LiveGame:
         # the empty-board frame is looked at for tokens before the first observation (a game resumed after
         # some has a checked frame, and tokens in play: a clear board is not to be waited for)
         frame_checked, told_clutter = self.last_frame >= 0, ""
+        calibration_checked = frame_checked or self.calibration is None  # a given one is checked on a still frame
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
         for item in source:
@@ -233,6 +234,9 @@ class LiveGame:
                 continue
             t_still, cpu_still = clock(), time.process_time()
             fresh_reference = self.reference is None
+            if not calibration_checked:
+                self._check_given_calibration(frame.image)
+                calibration_checked = True
             if not frame_checked:  # the empty-board frame, taken now or given, must show no token on the board
                 clutter = self._tokens_on_board(frame.image if fresh_reference else self.reference)
                 if clutter and not fresh_reference:
@@ -318,6 +322,18 @@ class LiveGame:
         from knockcam.detect import tokens_in_empty_frame
 
         return places(assign(tokens_in_empty_frame(image, self.calibration, self.board, self.model), self.board))
+
+    def _check_given_calibration(self, image: np.ndarray) -> None:
+        """KnockcamError when the given calibration does not fit the camera's first still frame: made before
+        the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose)."""
+        from knockcam.calibrate.choose import check_file_fits
+
+        try:
+            check_file_fits(image, self.calibration, self.board, "the given calibration", self.max_error_mm)
+        except KnockcamError as exc:
+            self.log.append("camera", trouble="calibration does not fit", message=exc.reason)
+            raise KnockcamError(exc.reason, "give one made from where the camera is now (knockcam calibrate), or "
+                                            "start without --calibration: the board is then found automatically") from None
 
     def _look_for_board(self, frame: Frame, search: BoardSearch) -> bool:
         """No calibration given: find the board automatically in this frame, if it is time for another try.

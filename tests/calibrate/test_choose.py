@@ -26,6 +26,23 @@ def test_calibration_file_is_used_as_is_and_checked_for_size(tmp_path, scene, bo
         calibrate(scene.image[:100], board, calibration_file=path)
 
 
+def test_a_calibration_file_from_before_the_camera_moved_is_refused(tmp_path, scene, board):
+    """The same camera 12 px further right: every token would be read more than a centimetre off without a flag."""
+    path = tmp_path / "before.yaml"
+    scene.truth.with_error(0.5, "test").moved(np.array([[1.0, 0, -12], [0, 1, 0], [0, 0, 1]])).save(path, board.size_mm)
+    with pytest.raises(KnockcamError, match=r"before.yaml does not fit this photo: its printed lines put the board "
+                                            r"\d+ mm from where the file does .*without --calibration"):
+        calibrate(scene.image, board, calibration_file=path)
+
+
+def test_a_calibration_file_the_photo_cannot_confirm_is_used_as_it_is(tmp_path, scene, board):
+    """No printed line to check it by (here no board at all): nothing says the file is wrong."""
+    path = tmp_path / "c.yaml"
+    scene.truth.with_error(0.5, "test").save(path, board.size_mm)
+    blank = np.full_like(scene.image, 128)
+    assert np.allclose(calibrate(blank, board, calibration_file=path).homography, scene.truth.homography, atol=1e-6)
+
+
 def test_nothing_given_uses_markers_when_in_view(marker_scene, board):
     cal = calibrate(marker_scene.image, board)
     assert cal.method == "markers"

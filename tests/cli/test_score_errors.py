@@ -102,6 +102,15 @@ def test_mirrored_photo(cli, tmp_path, scene):
     _assert_one_clean_line(_score(tmp_path, photo, run=cli), "mirrored", "turn off the camera's mirroring")
 
 
+def test_a_calibration_file_from_before_the_camera_moved(cli, tmp_path, scene):
+    from knockcam.calibrate.calibration import Calibration
+
+    before = tmp_path / "before.yaml"
+    Calibration.load(scene.calibration).moved(np.array([[1.0, 0, 0], [0, 1, 8], [0, 0, 1]])).save(before)
+    result = _score(tmp_path, scene.photo, "--calibration", before, run=cli)
+    _assert_one_clean_line(result, "before.yaml does not fit this photo", "the camera moved", "without --calibration")
+
+
 def test_an_empty_board_frame_with_tokens_on_it(cli, tmp_path, scene):
     """The photo itself given as the empty-board frame: scored, every token standing in both would be lost."""
     result = _score(tmp_path, scene.photo, "--calibration", scene.calibration, "--reference", scene.photo, run=cli)

@@ -216,6 +216,20 @@ def test_a_mirrored_camera_stops_at_once_with_what_to_do(empty_720p, tmp_path):
     assert [(e["trouble"], e["frame"]) for e in trouble] == [("mirrored", 0)]
 
 
+def test_a_given_calibration_from_before_the_camera_moved_stops_a_new_game(empty_720p, tmp_path):
+    """Made 12 px off (the webcam moved since): every token would be read over a centimetre away all game."""
+    empty, truth = empty_720p
+    log = tmp_path / "given.jsonl"
+    before = truth.with_error(0.5, "test").moved(np.array([[1.0, 0, 12], [0, 1, 0], [0, 0, 1]]))
+    new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
+            review="ambiguous", source={"frames": "memory"}, calibration=before, fsync=False).close()
+    live = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False, model=None)
+    with pytest.raises(KnockcamError, match=r"the given calibration does not fit .*start without --calibration"):
+        live.run(list_source([empty] * 60, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    assert [e["trouble"] for e in read_log(log) if e["kind"] == "camera"] == ["calibration does not fit"]
+    assert not [e for e in read_log(log) if e["kind"] == "reference"]  # stopped before the empty board was taken
+
+
 def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():
     from knockcam.live.session import BoardSearch
 
