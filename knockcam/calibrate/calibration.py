@@ -126,6 +126,14 @@ class Calibration:
         mx, my = np.meshgrid(np.arange(w, dtype=np.float32) / grid_px, np.arange(h, dtype=np.float32) / grid_px)
         return cv2.remap(px[..., 0], mx, my, cv2.INTER_LINEAR), cv2.remap(px[..., 1], mx, my, cv2.INTER_LINEAR)
 
+    def top_down(self, image: np.ndarray, view, grid_px: int = 8) -> tuple[np.ndarray, np.ndarray]:
+        """``image`` (a photo this calibration is for) seen from straight above in ``view`` (a TopDown),
+        and a mask of the raster pixels that fall inside the photo."""
+        map_x, map_y = self.view_maps(view, grid_px)
+        h, w = image.shape[:2]
+        seen = (map_x >= 0) & (map_y >= 0) & (map_x <= w - 1) & (map_y <= h - 1)
+        return cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR), seen
+
     def px_to_mm(self, points_px) -> np.ndarray:
         """(N, 2) image pixels -> (N, 2) board millimetres."""
         pts = np.asarray(points_px, dtype=np.float64).reshape(-1, 1, 2)

@@ -63,10 +63,7 @@ def mirror_evidence(image: np.ndarray, calibration: Calibration, board: Board) -
     clearly negative when the photo is a mirror image; near 0 when the art shows no set colours."""
     cfg = settings.load("calibrate")["mirror"]
     view, sets = _space_masks(board, cfg)
-    map_x, map_y = calibration.view_maps(view)
-    h, w = image.shape[:2]
-    seen = (map_x >= 0) & (map_y >= 0) & (map_x <= w - 1) & (map_y <= h - 1)
-    top = cv2.remap(image, map_x, map_y, cv2.INTER_LINEAR)
+    top, seen = calibration.top_down(image, view)
     ab = cv2.cvtColor(top.astype(np.float32) / 255.0, cv2.COLOR_BGR2Lab)[..., 1:]
     chroma = np.hypot(ab[..., 0], ab[..., 1])
     colourful = float(cfg["colourful_share"])

@@ -72,10 +72,14 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
     With neither a reference frame nor a model there is nothing to detect with: KnockcamError; nor in
-    a photo with no colour (black and white), where the sides cannot be told apart.
+    a photo with no colour (black and white), where the sides cannot be told apart. A dim photo is
+    brightened first (``lit``).
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
+    image = lit(image, calibration, board)
+    if reference is not None:
+        reference = lit(reference, calibration, board, "the empty-board frame")
     if _without_colour(image):
         raise KnockcamError("no colour in the image (black and white, a camera's night mode, or far too dark): "
                             "the tokens' sides cannot be told apart; take it in colour and in good light")
@@ -157,8 +161,34 @@ def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board
         return []
     bar = float(settings.load("detect")["empty_frame"]["token_above"])
     width, length = board.size_mm
+    reference = lit(reference, calibration, board, "the empty-board frame")
     return [t for t in learned.detect(reference, calibration, board, conf=bar)
             if 0.0 <= t.xy_mm[0] <= width and 0.0 <= t.xy_mm[1] <= length]
+
+
+def board_light(image: np.ndarray, calibration: "Calibration", board: "Board") -> float:
+    """How bright the board is in ``image`` (0-255): the 75th percentile of the brightest channel over the
+    board, seen top-down at 0.25 px/mm. Mostly its paper: tokens and hands are a minority of it."""
+    from knockcam.board.topdown import TopDown
+
+    top, seen = calibration.top_down(image, TopDown(board, 0.25, 0.0))
+    brightest = top.max(axis=2)[seen]
+    return float(np.percentile(brightest, 75)) if brightest.size else 0.0
+
+
+def lit(image: np.ndarray, calibration: "Calibration", board: "Board", what: str = "the photo") -> np.ndarray:
+    """``image`` brightened when its board is dim (under ``photo.dim_below``, data/detect.yaml) until it is
+    as bright as the renders the networks learned on (``photo.light_target``): an underexposed photo
+    otherwise loses most of its tokens. KnockcamError when the board is too dark to read at all."""
+    cfg = settings.load("detect")["photo"]
+    light = board_light(image, calibration, board)
+    if light >= float(cfg["dim_below"]):
+        return image
+    if light < float(cfg["min_light"]):
+        raise KnockcamError(f"the board is far too dark in {what} (its brightest parts at {light:.0f} of 255): "
+                            "light the board, or let the camera expose longer, and take it again")
+    gain = float(cfg["light_target"]) / light
+    return np.clip(image.astype(np.float32) * gain + 0.5, 0, 255).astype(np.uint8)
 
 
 def _without_colour(image: np.ndarray) -> bool:

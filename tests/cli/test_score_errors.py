@@ -95,6 +95,13 @@ def test_black_and_white_photo(cli, tmp_path, scene):
     _assert_one_clean_line(result, "no colour", "take it in colour")
 
 
+def test_a_photo_far_too_dark(cli, tmp_path, scene):
+    photo = tmp_path / "lights-off.jpg"
+    cv2.imwrite(str(photo), (cv2.imread(str(scene.photo)) * 0.04).astype(np.uint8))
+    result = _score(tmp_path, photo, "--calibration", scene.calibration, run=cli)
+    _assert_one_clean_line(result, "the board is far too dark in the photo", "light the board")
+
+
 def test_mirrored_photo(cli, tmp_path, scene):
     """A selfie camera's photo: the automatic method would place the board with left and right swapped."""
     photo = tmp_path / "selfie.jpg"

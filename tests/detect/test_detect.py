@@ -1,14 +1,17 @@
-"""``knockcam.detect``: what ``detect`` refuses before any detector runs, and the check of an empty-board frame."""
+"""``knockcam.detect``: what ``detect`` refuses or brightens before any detector runs, and the check of an
+empty-board frame."""
 
 import json
 from pathlib import Path
 
 import cv2
+import numpy as np
 import pytest
 
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect import _without_colour, detect, tokens_in_empty_frame
+from knockcam import settings
+from knockcam.detect import _without_colour, board_light, detect, lit, tokens_in_empty_frame
 from knockcam.errors import KnockcamError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -18,6 +21,17 @@ def _grey(image):
     """``image`` as a black-and-white camera gives it: three equal channels, through a JPEG."""
     grey = cv2.cvtColor(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), cv2.COLOR_GRAY2BGR)
     return cv2.imdecode(cv2.imencode(".jpg", grey, [cv2.IMWRITE_JPEG_QUALITY, 85])[1], cv2.IMREAD_COLOR)
+
+
+def _case(case):
+    photo = cv2.imread(str(FIXTURES / f"{case}.jpg"))
+    return photo, Calibration.from_dict(json.loads((FIXTURES / f"{case}.json").read_text())["calibration"])
+
+
+def _dimmed(image, gain):
+    """``image`` as an underexposed shot gives it: every level scaled down, through a JPEG."""
+    dim = np.clip(image.astype(np.float32) * gain + 0.5, 0, 255).astype(np.uint8)
+    return cv2.imdecode(cv2.imencode(".jpg", dim, [cv2.IMWRITE_JPEG_QUALITY, 90])[1], cv2.IMREAD_COLOR)
 
 
 def test_a_black_and_white_photo_is_refused_not_scored():
@@ -46,3 +60,32 @@ def test_the_model_sees_tokens_in_a_frame_that_is_not_empty():
     seen = tokens_in_empty_frame(cv2.imread(str(FIXTURES / f"{case}.jpg")), cal, board)
     assert len(seen) >= 5 and all(0 <= t.xy_mm[1] <= board.size_mm[1] for t in seen)
     assert tokens_in_empty_frame(cv2.imread(str(FIXTURES / f"{case}.jpg")), cal, board, model=None) == []
+
+
+@pytest.mark.parametrize("case", sorted(p.stem for p in FIXTURES.glob("*.json")))
+def test_every_shipped_photo_and_empty_frame_is_bright_enough_to_be_left_alone(case):
+    _, cal = _case(case)
+    board = load_board()
+    for name in (f"{case}.jpg", f"{case}_ref.jpg"):
+        if (FIXTURES / name).exists():
+            image = cv2.imread(str(FIXTURES / name))
+            assert lit(image, cal, board) is image, name
+
+
+def test_an_underexposed_photo_is_brightened_and_its_tokens_found(monkeypatch):
+    """A fifth of the light: unbrightened, the learned model loses most of the tokens."""
+    image, cal = _case("touching_and_lines")
+    board = load_board()
+    dim = _dimmed(image, 0.2)
+    assert board_light(dim, cal, board) < 60
+    assert abs(board_light(lit(dim, cal, board), cal, board) - settings.load("detect")["photo"]["light_target"]) < 15
+    sides = sorted(t.side for t in detect(image, cal, board).tokens)
+    assert sorted(t.side for t in detect(dim, cal, board).tokens) == sides
+    monkeypatch.setitem(settings.load("detect")["photo"], "dim_below", 0)
+    assert len(detect(dim, cal, board).tokens) < len(sides) - 3
+
+
+def test_a_board_far_too_dark_is_refused():
+    image, cal = _case("touching_and_lines")
+    with pytest.raises(KnockcamError, match="far too dark in the photo.*light the board"):
+        detect(_dimmed(image, 0.05), cal, load_board())
