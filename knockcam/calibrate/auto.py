@@ -265,11 +265,29 @@ def calibrate_auto(image: np.ndarray, board: Board, camera_matrix=None, dist_coe
     return cal.resized(full, error_source=f"{cal.error_source}; found on the photo scaled down to {work[0]}x{work[1]}")
 
 
+def photo_light(image: np.ndarray) -> float:
+    """How bright the photo's brightest parts are (0-255): the 99th percentile of the brightest channel,
+    every 4th pixel. The board's paper, in a photo of the board: where it is, is not known yet."""
+    return float(np.percentile(image[::4, ::4].max(axis=2) if image.ndim == 3 else image[::4, ::4], 99))
+
+
+def brightened(image: np.ndarray) -> np.ndarray:
+    """``image`` brightened until its brightest parts reach ``photo.light_target`` when they are under
+    ``photo.dim_below`` (calibrate.yaml): the edge and line searches count contrast in grey levels, and
+    in an underexposed photo the board's printed lines barely show."""
+    cfg = settings.load("calibrate")["photo"]
+    light = photo_light(image)
+    if light >= float(cfg["dim_below"]) or light <= 0:
+        return image
+    return np.clip(image.astype(np.float32) * (float(cfg["light_target"]) / light) + 0.5, 0, 255).astype(np.uint8)
+
+
 def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
                     start_px: np.ndarray | None = None) -> Calibration:
     """``calibrate_auto`` on a photo at its working size: the board found in the photo as it is and,
     when that is refused and the photo looks blurred (its printed lines wider than a sharp photo's),
     in the photo sharpened. A sharp photo is not sharpened: a blur read off it is noise."""
+    image = brightened(image)
     cal = _calibrate_photo(image, board, camera_matrix, dist_coeffs, start_px)
     quality = settings.load("calibrate")["quality"]
     if (cal.error_mm > float(quality["max_error_mm"])

@@ -291,3 +291,17 @@ def test_a_board_found_sharpened_with_a_hump_no_board_has_is_not_kept(board, mon
     humped = calibrate_auto(image, board)
     assert "sharpened" in humped.error_source and abs(humped.hump.across_mm) > 20
     assert corner_errors_mm(humped, truth, board).max() > 3.0 and humped.error_mm < 6.0
+
+
+@needs_fixtures
+def test_an_underexposed_photo_is_brightened_before_the_board_is_looked_for(board, monkeypatch):
+    """A tenth of the light: the printed lines barely differ from the paper in grey levels."""
+    image, truth, _ = _fixture("touching_and_lines")
+    dim = np.clip(image.astype(np.float32) * 0.1 + 0.5, 0, 255).astype(np.uint8)
+    assert auto.photo_light(dim) < settings_of("calibrate")["photo"]["dim_below"] <= auto.photo_light(image)
+    assert auto.brightened(image) is image
+    cal = calibrate_auto(dim, board)
+    assert cal.error_mm <= 3.0 and corner_errors_mm(cal, truth, board).max() <= 3.0
+    monkeypatch.setitem(settings_of("calibrate")["photo"], "dim_below", 0)
+    with pytest.raises(KnockcamError, match="board not found"):
+        calibrate_auto(dim, board)
