@@ -166,7 +166,7 @@ def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board
             if 0.0 <= t.xy_mm[0] <= width and 0.0 <= t.xy_mm[1] <= length]
 
 
-def board_light(image: np.ndarray, calibration: "Calibration", board: "Board") -> float:
+def board_light(image: np.ndarray, calibration: Calibration, board: Board) -> float:
     """How bright the board is in ``image`` (0-255): the 75th percentile of the brightest channel at
     board points 20 mm apart (0.3 ms). Mostly its paper: tokens and hands are a minority of it."""
     width, length = board.size_mm
@@ -178,7 +178,7 @@ def board_light(image: np.ndarray, calibration: "Calibration", board: "Board") -
     return float(np.percentile(brightest, 75)) if brightest.size else 0.0
 
 
-def lit(image: np.ndarray, calibration: "Calibration", board: "Board", what: str = "the photo") -> np.ndarray:
+def lit(image: np.ndarray, calibration: Calibration, board: Board, what: str = "the photo") -> np.ndarray:
     """``image`` brightened when its board is dim (under ``photo.dim_below``, data/detect.yaml) until it is
     as bright as the renders the networks learned on (``photo.light_target``): an underexposed photo
     otherwise loses most of its tokens. KnockcamError when the board is too dark to read at all."""
