@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 
 AUTO = "auto"  # use the shipped model when its weights exist, else go on without it
 
+
+class Unreadable(KnockcamError):
+    """This photo cannot be read (its board far too dark, no colour in it); one taken in better light can."""
+
 ModelArg = Union["TokenModel", str, Path, None]
 
 _LOADED: dict[str, "TokenModel"] = {}
@@ -81,8 +85,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     if reference is not None:
         reference = lit(reference, calibration, board, "the empty-board frame")
     if _without_colour(image):
-        raise KnockcamError("no colour in the image (black and white, a camera's night mode, or far too dark): "
-                            "the tokens' sides cannot be told apart; take it in colour and in good light")
+        raise Unreadable("no colour in the image (black and white, a camera's night mode, or far too dark)",
+                         "the tokens' sides cannot be told apart; take it in colour and in good light")
     from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_pair_placer,
                                         load_placer, mark_fallen, place_fallen)
 
@@ -156,12 +160,12 @@ def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board
     """The tokens the learned model is sure of (``empty_frame.token_above``, data/detect.yaml) on the board in
     ``reference``, a frame that should show the board empty; [] without a model. The reference-frame detector
     sees only what changed: a token standing in both would be missed, and the model's report of it overruled."""
+    reference = lit(reference, calibration, board, "the empty-board frame")  # a frame too dark is no empty board
     learned = load_model(model)
     if learned is None:
         return []
     bar = float(settings.load("detect")["empty_frame"]["token_above"])
     width, length = board.size_mm
-    reference = lit(reference, calibration, board, "the empty-board frame")
     return [t for t in learned.detect(reference, calibration, board, conf=bar)
             if 0.0 <= t.xy_mm[0] <= width and 0.0 <= t.xy_mm[1] <= length]
 
@@ -187,8 +191,8 @@ def lit(image: np.ndarray, calibration: Calibration, board: Board, what: str = "
     if light >= float(cfg["dim_below"]):
         return image
     if light < float(cfg["min_light"]):
-        raise KnockcamError(f"the board is far too dark in {what} (its brightest parts at {light:.0f} of 255): "
-                            "light the board, or let the camera expose longer, and take it again")
+        raise Unreadable(f"the board is far too dark in {what} (its brightest parts at {light:.0f} of 255)",
+                         "light the board, or let the camera expose longer, and take it again")
     gain = float(cfg["light_target"]) / light
     return np.clip(image.astype(np.float32) * gain + 0.5, 0, 255).astype(np.uint8)
 
@@ -219,5 +223,5 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
 
 
-__all__ = ["AUTO", "Detection", "HiddenArea", "Token", "detect", "load_model", "tokens_in_empty_frame",
+__all__ = ["AUTO", "Detection", "HiddenArea", "Token", "Unreadable", "detect", "load_model", "tokens_in_empty_frame",
            "with_calibration_error"]

@@ -18,6 +18,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.detect import Unreadable
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
 from knockcam.live.frames import Frame, Trouble
@@ -198,7 +199,7 @@ class LiveGame:
         paused_for_camera = False
         # the empty-board frame is looked at for tokens before the first observation (a game resumed after
         # some has a checked frame, and tokens in play: a clear board is not to be waited for)
-        frame_checked, told_clutter = self.last_frame >= 0, ""
+        frame_checked, told_clutter, told_unreadable = self.last_frame >= 0, "", ""
         calibration_checked = frame_checked or self.calibration is None  # a given one is checked on a still frame
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
@@ -234,11 +235,15 @@ class LiveGame:
                 continue
             t_still, cpu_still = clock(), time.process_time()
             fresh_reference = self.reference is None
-            if not calibration_checked:
-                self._check_given_calibration(frame.image)
-                calibration_checked = True
             if not frame_checked:  # the empty-board frame, taken now or given, must show no token on the board
-                clutter = self._tokens_on_board(frame.image if fresh_reference else self.reference)
+                try:
+                    clutter = self._tokens_on_board(frame.image if fresh_reference else self.reference)
+                except Unreadable as exc:
+                    if not fresh_reference:
+                        raise
+                    told_unreadable = self._unreadable(exc, frame, told_unreadable)  # a webcam warming up
+                    gate.detected()
+                    continue
                 if clutter and not fresh_reference:
                     raise KnockcamError(f"the empty-board frame is not empty ({clutter}): give one with no token on "
                                         "the board, or start without --reference with the board clear")
@@ -251,6 +256,9 @@ class LiveGame:
                     gate.detected()
                     continue
                 frame_checked = True
+            if not calibration_checked:  # on a frame that can be read
+                self._check_given_calibration(frame.image)
+                calibration_checked = True
             if self.reference is None:
                 self.reference = frame.image.copy()
                 log_reference(self.log, self.reference, "first still frame: the empty board")
@@ -277,7 +285,13 @@ class LiveGame:
             if detector is None:
                 detector = factory(self.calibration, self.reference)
             d0 = clock()
-            still = detector(frame)
+            try:
+                still = detector(frame)
+            except Unreadable as exc:  # the light went out, or the camera switched to its night mode
+                told_unreadable = self._unreadable(exc, frame, told_unreadable)
+                gate.detected()
+                continue
+            told_unreadable = ""
             if self._implausible(still.seen) and self._bumped(frame, float(cfg["camera"]["bump_px"])):
                 watch = self._watch(self.reference)  # a bump: re-registered, detect again
                 detector = factory(self.calibration, self.reference)
@@ -322,6 +336,14 @@ class LiveGame:
         from knockcam.detect import tokens_in_empty_frame
 
         return places(assign(tokens_in_empty_frame(image, self.calibration, self.board, self.model), self.board))
+
+    def _unreadable(self, exc: KnockcamError, frame: Frame, told: str) -> str:
+        """A still frame that cannot be read: said (and logged as camera trouble) once until it changes;
+        the game waits for one in better light. Returns what was told."""
+        if exc.reason != told:
+            self.log.append("camera", trouble="unreadable", message=exc.reason, frame=frame.index)
+            self.tell(f"{exc.reason}: waiting for a frame in better light")
+        return exc.reason
 
     def _check_given_calibration(self, image: np.ndarray) -> None:
         """KnockcamError when the given calibration does not fit the camera's first still frame: made before

@@ -206,6 +206,47 @@ def test_no_calibration_gives_up_with_what_to_do(empty_720p, tmp_path, monkeypat
         live.run(list_source(_warming_up(empty, 40), 30.0))
 
 
+def _given_game(tmp_path, calibration, model=None):
+    log = tmp_path / "given.jsonl"
+    new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
+            review="ambiguous", source={"frames": "memory"}, calibration=calibration, fsync=False).close()
+    return log, LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False, model=model)
+
+
+def test_a_webcam_warming_up_is_waited_for_not_taken_as_the_empty_board(empty_720p, tmp_path):
+    """Its first frames are black and still: the empty board is the first still frame that can be read."""
+    empty, truth = empty_720p
+    log, live = _given_game(tmp_path, truth)
+    live.run(list_source(_warming_up(empty, 45) + [empty] * 60, 30.0),
+             detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    assert cv2.absdiff(live.reference, empty).max() == 0
+    trouble = [e for e in read_log(log) if e["kind"] == "camera"]
+    assert [e["trouble"] for e in trouble] == ["unreadable"] and "far too dark" in trouble[0]["message"]
+
+
+def test_a_still_frame_that_cannot_be_read_mid_game_pauses_it(empty_720p, tmp_path):
+    """The light dims after the empty board was taken, and the detector finds the frames unreadable (a
+    board far too dark, or no colour: knockcam.detect.Unreadable): told once, and the game goes on when
+    the light is back. (Darkness itself shows as the view blocked, and pauses the game too.)"""
+    from knockcam.detect import Unreadable
+
+    empty, truth = empty_720p
+    log, live = _given_game(tmp_path, truth)
+    dim = (empty * 0.5).astype(np.uint8)
+
+    def detector(frame):
+        if frame.image.mean() < 0.75 * empty.mean():
+            raise Unreadable("the board is far too dark in the photo (its brightest parts at 12 of 255)", "light it")
+        return Still(())
+
+    stats = live.run(list_source([empty] * 40 + [dim] * 40 + [empty] * 40, 30.0),
+                     detector_factory=lambda cal, ref: detector)
+    trouble = [e for e in read_log(log) if e["kind"] == "camera"]
+    assert [e["trouble"] for e in trouble] == ["unreadable"] and 40 <= trouble[0]["frame"] < 80
+    observed = [e["frame"] for e in read_log(log) if e["kind"] == "observation"]
+    assert stats.observations >= 2 and min(observed) < 40 and max(observed) >= 80
+
+
 def test_a_mirrored_camera_stops_at_once_with_what_to_do(empty_720p, tmp_path):
     """Every frame of a mirrored webcam is mirrored: the live mode says so on the first, not after its search."""
     empty, _ = empty_720p
@@ -219,11 +260,7 @@ def test_a_mirrored_camera_stops_at_once_with_what_to_do(empty_720p, tmp_path):
 def test_a_given_calibration_from_before_the_camera_moved_stops_a_new_game(empty_720p, tmp_path):
     """Made 12 px off (the webcam moved since): every token would be read over a centimetre away all game."""
     empty, truth = empty_720p
-    log = tmp_path / "given.jsonl"
-    before = truth.with_error(0.5, "test").moved(np.array([[1.0, 0, 12], [0, 1, 0], [0, 0, 1]]))
-    new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
-            review="ambiguous", source={"frames": "memory"}, calibration=before, fsync=False).close()
-    live = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False, model=None)
+    log, live = _given_game(tmp_path, truth.with_error(0.5, "test").moved(np.array([[1.0, 0, 12], [0, 1, 0], [0, 0, 1]])))
     with pytest.raises(KnockcamError, match=r"the given calibration does not fit .*start without --calibration"):
         live.run(list_source([empty] * 60, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
     assert [e["trouble"] for e in read_log(log) if e["kind"] == "camera"] == ["calibration does not fit"]
