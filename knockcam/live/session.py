@@ -346,8 +346,8 @@ class LiveGame:
         return exc.reason
 
     def _check_given_calibration(self, image: np.ndarray) -> None:
-        """KnockcamError when the given calibration does not fit the camera's first still frame: made before
-        the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose)."""
+        """KnockcamError when the given calibration does not fit the camera's first readable still frame: made
+        before the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose)."""
         from knockcam.calibrate.choose import check_file_fits
 
         try:
