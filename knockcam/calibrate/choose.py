@@ -68,10 +68,9 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
     registered from the file's corners (quick), else the board is found automatically; where neither
     places it (a blurred photo, a covered board), nothing says the file is wrong and it is used."""
     from knockcam.calibrate.auto import snap_to_grid
-    from knockcam.calibrate.quality import corner_errors_mm
+    from knockcam.calibrate.quality import corner_errors_mm, error_limit
 
-    cfg = settings.load("calibrate")
-    limit = float(max_error_mm if max_error_mm is not None else cfg["quality"]["max_error_mm"])
+    limit = error_limit(max_error_mm)
     placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
     allowance = 1.0
     if placed is None or placed.error_mm is None or placed.error_mm > limit:
@@ -79,7 +78,7 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
             placed = calibrate_automatically(image, board, max_error_mm=limit)
         except KnockcamError:
             return cal
-        allowance = float(cfg["file_check"]["auto_error_factor"])
+        allowance = float(settings.load("calibrate")["file_check"]["auto_error_factor"])
     apart = float(corner_errors_mm(placed, cal, board).max())
     if apart - allowance * float(placed.error_mm or 0.0) > limit:
         raise KnockcamError(f"{name} does not fit this photo: its printed lines put the board {apart:.0f} mm from where "

@@ -118,11 +118,16 @@ class Refused(KnockcamError):
         self.calibration = calibration
 
 
+def error_limit(max_error_mm: float | None = None) -> float:
+    """The largest calibration error allowed (mm): ``max_error_mm`` as given (--max-error), else calibrate.yaml's."""
+    return float(max_error_mm if max_error_mm is not None else settings.load("calibrate")["quality"]["max_error_mm"])
+
+
 def check(calibration: Calibration, max_error_mm: float | None = None, what_to_do: str = "",
           because: str = "") -> Calibration:
     """The calibration, or ``Refused`` when its error is larger than allowed (``because``: why, when known, as
     part of the reason)."""
-    limit = float(max_error_mm if max_error_mm is not None else settings.load("calibrate")["quality"]["max_error_mm"])
+    limit = error_limit(max_error_mm)
     if calibration.error_mm is not None and not calibration.error_mm <= limit:
         hint = what_to_do or "retake the photo with the whole board in view, or give --corners or lay the marker sheet"
         reason = f"calibration error {calibration.error_mm:.1f} mm is over the {limit:g} mm limit ({calibration.method})"
