@@ -435,17 +435,15 @@ class LiveGame:
     def _bumped(self, frame: Frame, min_px: float) -> bool:
         """Sub-pixel registration of this frame on the reference (ECC); re-register if it moved ``min_px``."""
         from knockcam.calibrate.motion import refine_shift
+        from knockcam.calibrate.quality import board_corners_mm
 
         g = refine_shift(self.reference, frame.image, np.eye(3))
-        w, length = self.board.size_mm
-        corners = self.calibration.mm_to_px([(0, 0), (w, 0), (w, length), (0, length)])
+        corners = self.calibration.corners_px(self.board.size_mm)
         moved = cv2_transform(corners, g)
         shift_px = float(np.abs(moved - corners).max())
         if shift_px < min_px:
             return False
-        before = self.calibration
-        mm = before.px_to_mm(moved)
-        shift_mm = float(np.linalg.norm(mm - np.array([(0, 0), (w, 0), (w, length), (0, length)]), axis=1).max())
+        shift_mm = float(np.linalg.norm(self.calibration.px_to_mm(moved) - board_corners_mm(self.board), axis=1).max())
         self._reregister(g, frame, f"camera bumped {shift_px:.1f} px ({shift_mm:.1f} mm at the board corners): "
                                    "re-registered", shift_mm)
         return True
