@@ -76,17 +76,18 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     ``reference`` is an empty-board frame from the same camera (taken at calibration); ``model``
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
     With neither a reference frame nor a model there is nothing to detect with: KnockcamError; nor in
-    a photo with no colour (black and white), where the sides cannot be told apart. A dim photo is
-    brightened first (``lit``).
+    a photo with no colour (black and white), where the sides cannot be told apart. A photo under a strong
+    colour cast is white-balanced (``balanced``) and a dim one brightened (``lit``) first.
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
     image = lit(image, calibration, board)
     if reference is not None:
-        reference = lit(reference, calibration, board, "the empty-board frame")
-    if _without_colour(image):
+        reference = balanced(lit(reference, calibration, board, "the empty-board frame"), calibration, board)
+    if _without_colour(image):  # as taken: white-balancing a photo of no board would grey it
         raise Unreadable("no colour in the image (black and white, a camera's night mode, or far too dark)",
                          "the tokens' sides cannot be told apart; take it in colour and in good light")
+    image = balanced(image, calibration, board)
     from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_pair_placer,
                                         load_placer, mark_fallen, place_fallen)
 
@@ -160,7 +161,8 @@ def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board
     """The tokens the learned model is sure of (``empty_frame.token_above``, data/detect.yaml) on the board in
     ``reference``, a frame that should show the board empty; [] without a model. The reference-frame detector
     sees only what changed: a token standing in both would be missed, and the model's report of it overruled."""
-    reference = lit(reference, calibration, board, "the empty-board frame")  # a frame too dark is no empty board
+    # a frame too dark is no empty board
+    reference = balanced(lit(reference, calibration, board, "the empty-board frame"), calibration, board)
     learned = load_model(model)
     if learned is None:
         return []
@@ -170,22 +172,52 @@ def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board
             if 0.0 <= t.xy_mm[0] <= width and 0.0 <= t.xy_mm[1] <= length]
 
 
-def board_light(image: np.ndarray, calibration: Calibration, board: Board) -> float:
-    """How bright the board is in ``image`` (0-255): the 75th percentile of the brightest channel at
-    board points 20 mm apart (0.3 ms). Mostly its paper: tokens and hands are a minority of it."""
+def board_samples(image: np.ndarray, calibration: Calibration, board: Board) -> np.ndarray:
+    """The photo's pixels (B, G, R; n x 3) at board points 20 mm apart that lie in it: mostly its paper,
+    tokens and hands are a minority of them."""
     width, length = board.size_mm
     xs, ys = np.meshgrid(np.arange(10.0, width, 20.0), np.arange(10.0, length, 20.0))
     px = np.rint(calibration.mm_to_px(np.column_stack([xs.ravel(), ys.ravel()]))).astype(np.int64)
     h, w = image.shape[:2]
     inside = (px[:, 0] >= 0) & (px[:, 1] >= 0) & (px[:, 0] < w) & (px[:, 1] < h)
-    brightest = image[px[inside, 1], px[inside, 0]].max(axis=1)
+    return image[px[inside, 1], px[inside, 0]]
+
+
+def board_light(image: np.ndarray, calibration: Calibration, board: Board) -> float:
+    """How bright the board is in ``image`` (0-255): the 75th percentile of the brightest channel at
+    its sample points (``board_samples``; 0.3 ms)."""
+    brightest = board_samples(image, calibration, board).max(axis=1)
     return float(np.percentile(brightest, 75)) if brightest.size else 0.0
+
+
+def paper_colour(image: np.ndarray, calibration: Calibration, board: Board) -> np.ndarray | None:
+    """The board's paper as the photo sees it (B, G, R): the median of the brighter half of its sample
+    points (``board_samples``), where the coloured bands, tokens and shadows are few; None off the photo."""
+    samples = board_samples(image, calibration, board).astype(np.float64)
+    if len(samples) < 10:
+        return None
+    brightest = samples.max(axis=1)
+    return np.median(samples[brightest >= np.median(brightest)], axis=0)
+
+
+def balanced(image: np.ndarray, calibration: Calibration, board: Board) -> np.ndarray:
+    """``image`` white-balanced when the board's paper is seen further from grey than in any render the
+    networks learned on (``photo.cast_above``, data/detect.yaml): a lamp's warm light otherwise turns blue
+    tokens green. The paper is made grey; a photo within the renders' range is returned as it is."""
+    from knockcam.exposure import white_balanced
+
+    paper = paper_colour(image, calibration, board)
+    if paper is None:
+        return image
+    return white_balanced(image, paper, float(settings.load("detect")["photo"]["cast_above"]))
 
 
 def lit(image: np.ndarray, calibration: Calibration, board: Board, what: str = "the photo") -> np.ndarray:
     """``image`` brightened when its board is dim (under ``photo.dim_below``, data/detect.yaml) until it is
     as bright as the renders the networks learned on (``photo.light_target``): an underexposed photo
-    otherwise loses most of its tokens. KnockcamError when the board is too dark to read at all."""
+    otherwise loses most of its tokens. Unreadable when the board is too dark to read at all."""
+    from knockcam.exposure import scaled
+
     cfg = settings.load("detect")["photo"]
     light = board_light(image, calibration, board)
     if light >= float(cfg["dim_below"]):
@@ -193,8 +225,7 @@ def lit(image: np.ndarray, calibration: Calibration, board: Board, what: str = "
     if light < float(cfg["min_light"]):
         raise Unreadable(f"the board is far too dark in {what} (its brightest parts at {light:.0f} of 255)",
                          "light the board, or let the camera expose longer, and take it again")
-    gain = float(cfg["light_target"]) / light
-    return np.clip(image.astype(np.float32) * gain + 0.5, 0, 255).astype(np.uint8)
+    return scaled(image, float(cfg["light_target"]) / light)
 
 
 def _without_colour(image: np.ndarray) -> bool:

@@ -13,6 +13,7 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import corner_errors_mm
 from knockcam.calibrate.scene import make_scene
 from knockcam.errors import KnockcamError
+from knockcam.exposure import colour_cast
 from knockcam.settings import load as settings_of
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -294,12 +295,28 @@ def test_a_board_found_sharpened_with_a_hump_no_board_has_is_not_kept(board, mon
 
 
 @needs_fixtures
+def test_a_photo_under_warm_light_is_white_balanced_before_the_board_is_looked_for(board, monkeypatch):
+    """Blue at half and green at 0.78 (a camera balanced for daylight under a warm lamp): the edge and line
+    searches lose the blue channel's contrast and place the board tens of millimetres off."""
+    image, truth, _ = _fixture("oblique_60")
+    warm = np.clip(image.astype(np.float32) * np.float32([0.5, 0.78, 1.0]), 0, 255).astype(np.uint8)
+    warm = cv2.imdecode(cv2.imencode(".jpg", warm, [cv2.IMWRITE_JPEG_QUALITY, 92])[1], cv2.IMREAD_COLOR)
+    cast_above = settings_of("calibrate")["photo"]["cast_above"]
+    assert colour_cast(auto.photo_white(warm)) > cast_above >= colour_cast(auto.photo_white(image))
+    assert auto.evened(image) is image
+    cal = calibrate_auto(warm, board)
+    assert cal.error_mm <= 3.0 and corner_errors_mm(cal, truth, board).max() <= 3.0
+    monkeypatch.setitem(settings_of("calibrate")["photo"], "cast_above", 99.0)
+    assert calibrate_auto(warm, board).error_mm > 3.0
+
+
+@needs_fixtures
 def test_an_underexposed_photo_is_brightened_before_the_board_is_looked_for(board, monkeypatch):
     """A tenth of the light: the printed lines barely differ from the paper in grey levels."""
     image, truth, _ = _fixture("touching_and_lines")
     dim = np.clip(image.astype(np.float32) * 0.1 + 0.5, 0, 255).astype(np.uint8)
     assert auto.photo_light(dim) < settings_of("calibrate")["photo"]["dim_below"] <= auto.photo_light(image)
-    assert auto.brightened(image) is image
+    assert auto.evened(image) is image
     cal = calibrate_auto(dim, board)
     assert cal.error_mm <= 3.0 and corner_errors_mm(cal, truth, board).max() <= 3.0
     monkeypatch.setitem(settings_of("calibrate")["photo"], "dim_below", 0)

@@ -11,7 +11,8 @@ import pytest
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam import settings
-from knockcam.detect import _without_colour, board_light, detect, lit, tokens_in_empty_frame
+from knockcam.detect import _without_colour, balanced, board_light, detect, lit, paper_colour, tokens_in_empty_frame
+from knockcam.exposure import colour_cast
 from knockcam.errors import KnockcamError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -32,6 +33,12 @@ def _dimmed(image, gain):
     """``image`` as an underexposed shot gives it: every level scaled down, through a JPEG."""
     dim = np.clip(image.astype(np.float32) * gain + 0.5, 0, 255).astype(np.uint8)
     return cv2.imdecode(cv2.imencode(".jpg", dim, [cv2.IMWRITE_JPEG_QUALITY, 90])[1], cv2.IMREAD_COLOR)
+
+
+def _warm(image):
+    """``image`` as a camera balanced for daylight sees it under a warm lamp: blue at half, green at 0.78."""
+    warm = np.clip(image.astype(np.float32) * np.float32([0.5, 0.78, 1.0]), 0, 255).astype(np.uint8)
+    return cv2.imdecode(cv2.imencode(".jpg", warm, [cv2.IMWRITE_JPEG_QUALITY, 92])[1], cv2.IMREAD_COLOR)
 
 
 def test_a_black_and_white_photo_is_refused_not_scored():
@@ -63,13 +70,27 @@ def test_the_model_sees_tokens_in_a_frame_that_is_not_empty():
 
 
 @pytest.mark.parametrize("case", sorted(p.stem for p in FIXTURES.glob("*.json")))
-def test_every_shipped_photo_and_empty_frame_is_bright_enough_to_be_left_alone(case):
+def test_every_shipped_photo_and_empty_frame_is_bright_and_white_enough_to_be_left_alone(case):
     _, cal = _case(case)
     board = load_board()
     for name in (f"{case}.jpg", f"{case}_ref.jpg"):
         if (FIXTURES / name).exists():
             image = cv2.imread(str(FIXTURES / name))
-            assert lit(image, cal, board) is image, name
+            assert lit(image, cal, board) is image and balanced(image, cal, board) is image, name
+
+
+def test_a_photo_under_warm_light_is_white_balanced_and_its_sides_read_as_in_daylight(monkeypatch):
+    """Unbalanced, the learned model takes a blue token on Baltic Avenue for green, unflagged."""
+    image, cal = _case("hand")
+    board = load_board()
+    warm = _warm(image)
+    cast_above = settings.load("detect")["photo"]["cast_above"]
+    assert colour_cast(paper_colour(warm, cal, board)) > cast_above >= colour_cast(paper_colour(image, cal, board))
+    assert colour_cast(paper_colour(balanced(warm, cal, board), cal, board)) < 0.05
+    sides = sorted(t.side for t in detect(image, cal, board).tokens)
+    assert sorted(t.side for t in detect(warm, cal, board).tokens) == sides
+    monkeypatch.setitem(settings.load("detect")["photo"], "cast_above", 99.0)
+    assert sorted(t.side for t in detect(warm, cal, board).tokens) != sides
 
 
 def test_an_underexposed_photo_is_brightened_and_its_tokens_found(monkeypatch):
