@@ -199,6 +199,7 @@ class Scorer:
         self.reference = load_photo(options.reference, "empty-board frame") if options.reference else None
         self._frame_calibration: Calibration | KnockcamError | None = None  # found once: the frame's, or its refusal
         self._frame_checked: set[bytes] = set()  # the calibrations the empty-board frame was seen empty through
+        self._frame_onto: tuple | None = None  # ((calibration, photo size), FrameOnto): the last calibration's
         self.detect = detector or default_detector
 
     def calibrate(self, image: np.ndarray) -> Calibration:
@@ -236,9 +237,13 @@ class Scorer:
         phone or a bumped webcam seldom takes the photo from exactly where it took the frame, and the
         reference-frame detector compares the two pixel by pixel: the frame is carried into the photo's view
         (knockcam.calibrate.motion), and a calibration found in the frame with it."""
-        from knockcam.calibrate.motion import carried, frame_onto
+        from knockcam.calibrate.motion import FrameOnto, carried
 
-        g, shift = frame_onto(self.reference, image, calibration, self.board)
+        size = (int(image.shape[1]), int(image.shape[0]))
+        key = (np.asarray(calibration.homography, np.float64).tobytes(), size)
+        if self._frame_onto is None or self._frame_onto[0] != key:  # the frame's features: found again only
+            self._frame_onto = (key, FrameOnto(self.reference, size, calibration, self.board))  # for a new calibration
+        g, shift = self._frame_onto[1](image)
         if shift == 0.0:
             return self.reference, calibration
         if calibration is self._frame_calibration:

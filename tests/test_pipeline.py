@@ -322,3 +322,27 @@ def test_a_photo_taken_from_elsewhere_than_its_empty_frame_is_scored_with_the_fr
     corners_mm = [(0, 0), (400, 0), (400, 915), (0, 915)]
     where = cv2.perspectiveTransform(truth.mm_to_px(corners_mm).reshape(-1, 1, 2), move).reshape(-1, 2)
     assert np.abs(scored.calibration.mm_to_px(corners_mm) - where).max() < 1.0
+
+
+def test_the_empty_frame_features_are_found_once_per_calibration(monkeypatch):
+    """Scoring a folder with --reference: the frame is matched with every photo, its features found once."""
+    from knockcam.calibrate import motion
+    from knockcam.calibrate.calibration import Calibration
+
+    built = []
+    real_init = motion.CameraWatch.__init__
+
+    def counting_init(self, frame, calibration, board):
+        built.append(calibration.homography.tolist())
+        real_init(self, frame, calibration, board)
+
+    monkeypatch.setattr(motion.CameraWatch, "__init__", counting_init)
+    s = scene()
+    truth = Calibration.load(s.calibration)
+    scorer = Scorer(ScoreOptions(reference=s.empty, calibration=truth), detector=s.truth_detector())
+    image = cv2.imread(str(s.photo))
+    first, second = scorer.score_image(image), scorer.score_image(image)
+    assert len(built) == 1 and first.calibration is second.calibration is truth
+    other = Scorer(ScoreOptions(reference=s.empty, calibration=_shifted(truth, 0.5)), detector=s.truth_detector())
+    other.score_image(image)
+    assert len(built) == 2  # another calibration: the frame matched afresh

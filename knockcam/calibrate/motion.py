@@ -9,7 +9,12 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration, resize_matrix, working_copy
+from knockcam.calibrate.calibration import (
+    Calibration,
+    resize_matrix,
+    working_copy,
+    working_size,
+)
 from knockcam.calibrate.quality import board_corners_mm
 from knockcam.errors import KnockcamError
 
@@ -105,27 +110,40 @@ def carried(reference: np.ndarray, g: np.ndarray, size: tuple[int, int]) -> np.n
     return cv2.warpPerspective(reference, g, size, flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
 
 
+class FrameOnto:
+    """How the empty-board frame ``reference`` lies on photos from the same camera (``__call__``): the
+    homography carrying the frame onto a photo and how far it moves the board's corners (board mm). Found by
+    features and refined to sub-pixel (``refine_shift``) when they move the corners more than
+    ``motion.moved_mm`` (data/calibrate.yaml); under that, the identity and 0. KnockcamError when the two
+    cannot be matched. The frame's features are found once, for every photo of ``image_size`` through
+    ``calibration``. A phone-size pair is matched at the working size (``working_copy``), where the
+    reference-frame detector's 1 px/mm raster needs no finer: three fixtures' pairs at 4032x2268, moved 36 px,
+    took 0.3-0.5 s and were placed within 1.8 px of the move at full size (matched at full size: 2.9-7.5 s,
+    within 1.1 px)."""
+
+    def __init__(self, reference: np.ndarray, image_size: tuple[int, int], calibration: Calibration, board: Board):
+        self.size = (int(image_size[0]), int(image_size[1]))
+        self.work = working_size(self.size)
+        self.to_work = resize_matrix(self.size, self.work)
+        if self.work != self.size:
+            reference = cv2.resize(reference, self.work, interpolation=cv2.INTER_AREA)
+            calibration = calibration.resized(self.work)
+        self.reference = reference
+        self.watch = CameraWatch(reference, calibration, board)
+
+    def __call__(self, image: np.ndarray) -> tuple[np.ndarray, float]:
+        small = working_copy(image)
+        g, why = self.watch.motion(small)
+        if g is None:
+            raise KnockcamError(f"the empty-board frame does not show the board as the photo does ({why.split(':')[0]}): "
+                                "take both from the same place, or score without --reference")
+        if self.watch.shift_mm(g) <= self.watch.limit:
+            return np.eye(3), 0.0
+        g = refine_shift(self.reference, small, g)
+        full = np.linalg.inv(self.to_work) @ g @ self.to_work
+        return full / full[2, 2], self.watch.shift_mm(g)
+
+
 def frame_onto(reference: np.ndarray, image: np.ndarray, calibration: Calibration, board: Board) -> tuple[np.ndarray, float]:
-    """How the empty-board frame ``reference`` lies on ``image``, a photo from the same camera: the homography
-    carrying the first onto the second and how far it moves the board's corners (board mm). Found by features
-    and refined to sub-pixel (``refine_shift``) when they move the corners more than ``motion.moved_mm``
-    (data/calibrate.yaml); under that, the identity and 0. KnockcamError when the two cannot be matched.
-    A phone-size pair is matched at the working size (``working_copy``), where the reference-frame detector's
-    1 px/mm raster needs no finer: three fixtures' pairs at 4032x2268, moved 36 px, took 0.3-0.5 s and were
-    placed within 1.8 px of the move at full size (matched at full size: 2.9-7.5 s, within 1.1 px)."""
-    size = (int(image.shape[1]), int(image.shape[0]))
-    small = working_copy(image)
-    to_work = resize_matrix(size, (int(small.shape[1]), int(small.shape[0])))
-    if small is not image:
-        reference = cv2.resize(reference, (small.shape[1], small.shape[0]), interpolation=cv2.INTER_AREA)
-        calibration = calibration.resized((int(small.shape[1]), int(small.shape[0])))
-    watch = CameraWatch(reference, calibration, board)
-    g, why = watch.motion(small)
-    if g is None:
-        raise KnockcamError(f"the empty-board frame does not show the board as the photo does ({why.split(':')[0]}): "
-                            "take both from the same place, or score without --reference")
-    if watch.shift_mm(g) <= watch.limit:
-        return np.eye(3), 0.0
-    g = refine_shift(reference, small, g)
-    full = np.linalg.inv(to_work) @ g @ to_work
-    return full / full[2, 2], watch.shift_mm(g)
+    """``FrameOnto`` for one photo: how the empty-board frame ``reference`` lies on ``image``."""
+    return FrameOnto(reference, (int(image.shape[1]), int(image.shape[0])), calibration, board)(image)
