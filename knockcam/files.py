@@ -80,6 +80,14 @@ _DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error
                                  re.IGNORECASE)
 
 
+def _is_video(data: bytes) -> bool:
+    """Whether ``data`` opens as a video file: MP4 / MOV / 3GP (an ISO media box other than a still image's
+    brand), Matroska / WebM, or AVI: what a phone or a webcam app records."""
+    if data[4:8] == b"ftyp":
+        return data[8:12] not in (b"heic", b"heix", b"mif1", b"hevc", b"avif", b"avis")
+    return data.startswith(b"\x1a\x45\xdf\xa3") or (data.startswith(b"RIFF") and data[8:12] == b"AVI ")
+
+
 def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
     """The photo as an 8-bit BGR array, or a one-line KnockcamError: missing, not an image, or damaged.
 
@@ -105,6 +113,9 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
     if kind is None and data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftyphevc"):
         raise KnockcamError(f"{path} is a HEIC photo, which knockcam cannot read: export it as JPEG "
                             "(on an iPhone: Settings > Camera > Formats > Most Compatible)")
+    if kind is None and _is_video(data):
+        raise KnockcamError(f"{path} is a video, not a photo: 'knockcam live --video {path}' follows a game in it; "
+                            "here give a photo (JPEG, PNG, BMP, TIFF or WebP)")
     if kind is None:
         raise KnockcamError(f"{path} is not an image (expected a JPEG, PNG, BMP, TIFF or WebP photo)")
     damaged = _truncated(data, kind)
