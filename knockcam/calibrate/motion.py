@@ -142,8 +142,3 @@ class FrameOnto:
         g = refine_shift(self.reference, small, g)
         full = np.linalg.inv(self.to_work) @ g @ self.to_work
         return full / full[2, 2], self.watch.shift_mm(g)
-
-
-def frame_onto(reference: np.ndarray, image: np.ndarray, calibration: Calibration, board: Board) -> tuple[np.ndarray, float]:
-    """``FrameOnto`` for one photo: how the empty-board frame ``reference`` lies on ``image``."""
-    return FrameOnto(reference, (int(image.shape[1]), int(image.shape[0])), calibration, board)(image)

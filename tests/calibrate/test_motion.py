@@ -49,35 +49,36 @@ def test_the_empty_board_frame_is_found_on_a_photo_taken_from_elsewhere(scene, b
     camera moved gets the homography carrying the frame onto it; one that shows something else is refused."""
     import pytest
 
-    from knockcam.calibrate.motion import carried, frame_onto
+    from knockcam.calibrate.motion import FrameOnto, carried
     from knockcam.errors import KnockcamError
 
     h, w = scene.image.shape[:2]
-    g, shift = frame_onto(scene.image, scene.image, scene.truth, board)
+    frame_onto = FrameOnto(scene.image, (w, h), scene.truth, board)  # one frame, matched with each photo
+    g, shift = frame_onto(scene.image)
     assert shift == 0.0 and np.array_equal(g, np.eye(3))
     move = np.vstack([cv2.getRotationMatrix2D((w / 2, h / 2), 1.0, 1.0), [0, 0, 1]])
     move[:2, 2] += (12.0, -8.0)
     photo = cv2.warpPerspective(scene.image, move, (w, h), borderMode=cv2.BORDER_REFLECT)
-    g, shift = frame_onto(scene.image, photo, scene.truth, board)
+    g, shift = frame_onto(photo)
     corners = scene.truth.mm_to_px([(0, 0), (400, 0), (400, 915), (0, 915)]).reshape(-1, 1, 2)
     assert np.abs(cv2.perspectiveTransform(corners, g) - cv2.perspectiveTransform(corners, move)).max() < 1.0
     assert shift > 2.0
     assert np.abs(carried(scene.image, g, (w, h)).astype(int) - photo)[100:-100, 100:-100].mean() < 6
     noise = np.random.default_rng(0).integers(0, 256, scene.image.shape, dtype=np.uint8)
     with pytest.raises(KnockcamError, match="does not show the board as the photo does"):
-        frame_onto(scene.image, noise, scene.truth, board)
+        frame_onto(noise)
 
 
 def test_a_phone_size_pair_is_matched_at_the_working_size(scene, board):
     """A phone's photo and frame: matched on copies scaled down, the move put back at full size."""
-    from knockcam.calibrate.motion import frame_onto
+    from knockcam.calibrate.motion import FrameOnto
 
     size = (4032, 2268)
     frame = cv2.resize(scene.image, size, interpolation=cv2.INTER_CUBIC)
     move = np.array([[1.0, 0.0, 30.0], [0.0, 1.0, -20.0], [0.0, 0.0, 1.0]])
     photo = cv2.warpPerspective(frame, move, size, borderMode=cv2.BORDER_REFLECT)
     truth = scene.truth.resized(size)
-    g, shift = frame_onto(frame, photo, truth, board)
+    g, shift = FrameOnto(frame, size, truth, board)(photo)
     corners = truth.mm_to_px([(0, 0), (400, 0), (400, 915), (0, 915)]).reshape(-1, 1, 2)
     assert shift > 2.0
     assert np.abs(cv2.perspectiveTransform(corners, g) - cv2.perspectiveTransform(corners, move)).max() < 3.0
