@@ -24,3 +24,12 @@ def test_scaled_clips_to_the_bytes_range():
     image = np.array([[[10, 100, 250]]], np.uint8)
     assert scaled(image, 2.0).tolist() == [[[20, 200, 255]]]
     assert scaled(image, (1.0, 0.5, 0.0)).tolist() == [[[10, 50, 0]]]
+
+
+def test_scaled_gives_what_the_arithmetic_gives():
+    image = np.random.default_rng(0).integers(0, 256, (40, 60, 3), dtype=np.uint8)
+    for gains in (1.7, (2.0, 1.28, 1.0), (0.5, 1.0, 3.3)):
+        expected = np.clip(image.astype(np.float32) * np.asarray(gains, np.float32) + 0.5, 0, 255).astype(np.uint8)
+        assert np.array_equal(scaled(image, gains), expected)
+    grey = image[..., 0].copy()
+    assert np.array_equal(scaled(grey, 1.7), np.clip(grey * np.float32(1.7) + 0.5, 0, 255).astype(np.uint8))
