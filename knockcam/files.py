@@ -80,11 +80,16 @@ _DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error
                                  re.IGNORECASE)
 
 
+# ISO media brands (the 4 bytes after "ftyp") of still images: HEIC / HEIF, which OpenCV cannot read, and AVIF.
+_HEIF_BRANDS = (b"heic", b"heix", b"mif1", b"hevc")
+_STILL_BRANDS = _HEIF_BRANDS + (b"avif", b"avis")
+
+
 def _is_video(data: bytes) -> bool:
     """Whether ``data`` opens as a video file: MP4 / MOV / 3GP (an ISO media box other than a still image's
     brand), Matroska / WebM, or AVI: what a phone or a webcam app records."""
     if data[4:8] == b"ftyp":
-        return data[8:12] not in (b"heic", b"heix", b"mif1", b"hevc", b"avif", b"avis")
+        return data[8:12] not in _STILL_BRANDS
     return data.startswith(b"\x1a\x45\xdf\xa3") or (data.startswith(b"RIFF") and data[8:12] == b"AVI ")
 
 
@@ -110,7 +115,7 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
     kind = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
     if kind == "WebP" and data[8:12] != b"WEBP":
         kind = None
-    if kind is None and data[4:12] in (b"ftypheic", b"ftypheix", b"ftypmif1", b"ftyphevc"):
+    if kind is None and data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS:
         raise KnockcamError(f"{path} is a HEIC photo, which knockcam cannot read: export it as JPEG "
                             "(on an iPhone: Settings > Camera > Formats > Most Compatible)")
     if kind is None and _is_video(data):

@@ -122,12 +122,12 @@ class FrameOnto:
     within 1.1 px)."""
 
     def __init__(self, reference: np.ndarray, image_size: tuple[int, int], calibration: Calibration, board: Board):
-        self.size = (int(image_size[0]), int(image_size[1]))
-        self.work = working_size(self.size)
-        self.to_work = resize_matrix(self.size, self.work)
-        if self.work != self.size:
-            reference = cv2.resize(reference, self.work, interpolation=cv2.INTER_AREA)
-            calibration = calibration.resized(self.work)
+        size = (int(image_size[0]), int(image_size[1]))
+        work = working_size(size)
+        self.to_work = resize_matrix(size, work)
+        if work != size:
+            reference = cv2.resize(reference, work, interpolation=cv2.INTER_AREA)
+            calibration = calibration.resized(work)
         self.reference = reference
         self.watch = CameraWatch(reference, calibration, board)
 

@@ -83,7 +83,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
     image = lit(image, calibration, board)
     if reference is not None:
-        reference = balanced(lit(reference, calibration, board, "the empty-board frame"), calibration, board)
+        reference = frame_as_read(reference, calibration, board)
     if _without_colour(image):  # as taken: white-balancing a photo of no board would grey it
         raise Unreadable("no colour in the image (black and white, a camera's night mode, or far too dark)",
                          "the tokens' sides cannot be told apart; take it in colour and in good light")
@@ -161,8 +161,7 @@ def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board
     """The tokens the learned model is sure of (``empty_frame.token_above``, data/detect.yaml) on the board in
     ``reference``, a frame that should show the board empty; [] without a model. The reference-frame detector
     sees only what changed: a token standing in both would be missed, and the model's report of it overruled."""
-    # a frame too dark is no empty board
-    reference = balanced(lit(reference, calibration, board, "the empty-board frame"), calibration, board)
+    reference = frame_as_read(reference, calibration, board)  # a frame too dark is no empty board
     learned = load_model(model)
     if learned is None:
         return []
@@ -210,6 +209,12 @@ def balanced(image: np.ndarray, calibration: Calibration, board: Board) -> np.nd
     if paper is None:
         return image
     return white_balanced(image, paper, float(settings.load("detect")["photo"]["cast_above"]))
+
+
+def frame_as_read(reference: np.ndarray, calibration: Calibration, board: Board) -> np.ndarray:
+    """The empty-board frame as the detectors read it: brightened when dim (``lit``: Unreadable when far too
+    dark), then white-balanced (``balanced``), as the photo is."""
+    return balanced(lit(reference, calibration, board, "the empty-board frame"), calibration, board)
 
 
 def lit(image: np.ndarray, calibration: Calibration, board: Board, what: str = "the photo") -> np.ndarray:
