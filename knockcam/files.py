@@ -49,6 +49,11 @@ def parse_json_or_yaml(text: str, path: str | Path) -> Any:
         raise KnockcamError(f"{path}: not valid YAML: {problem}{at}") from None
 
 
+def file_in_the_way(path: Path) -> Path | None:
+    """A file where one of ``path``'s folders should be (the folder cannot be made), or None."""
+    return next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+
+
 def write_atomic(path: str | Path, data: bytes | str) -> Path:
     """Write ``data`` (text is written as UTF-8) to ``path`` through a temporary file and a rename:
     never half-written; the folder is made if needed. A failure is a KnockcamError saying where."""
@@ -56,7 +61,7 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     if isinstance(data, str):
         data = data.encode("utf-8")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    blocker = next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
+    blocker = file_in_the_way(path)
     if blocker is not None:
         raise KnockcamError(f"cannot write {path}: {blocker} is a file, not a folder (choose a writable place)")
     try:
@@ -83,6 +88,12 @@ _DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error
 # ISO media brands (the 4 bytes after "ftyp") of still images: HEIC / HEIF, which OpenCV cannot read, and AVIF.
 _HEIF_BRANDS = (b"heic", b"heix", b"mif1", b"hevc")
 _STILL_BRANDS = _HEIF_BRANDS + (b"avif", b"avis")
+
+
+def image_format(data: bytes) -> str | None:
+    """The image format a file beginning with ``data`` is in (JPEG, PNG, BMP, TIFF or WebP), or None."""
+    kind = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
+    return None if kind == "WebP" and data[8:12] != b"WEBP" else kind  # RIFF holds AVI videos too
 
 
 def _is_video(data: bytes) -> bool:
@@ -112,9 +123,7 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
         data = path.read_bytes()
     except OSError as exc:
         raise KnockcamError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
-    kind = next((name for magic, name in _SIGNATURES if data.startswith(magic)), None)
-    if kind == "WebP" and data[8:12] != b"WEBP":
-        kind = None
+    kind = image_format(data)
     if kind is None and data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS:
         raise KnockcamError(f"{path} is a HEIC photo, which knockcam cannot read: export it as JPEG "
                             "(on an iPhone: Settings > Camera > Formats > Most Compatible)")

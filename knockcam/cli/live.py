@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.files import load_photo
     from knockcam.live.display import Display
     from knockcam.live.frames import camera_source, video_source
-    from knockcam.live.log import read_log
+    from knockcam.live.log import check_new, read_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
     from knockcam.live.session import LiveGame, new_log
 
@@ -120,9 +120,7 @@ def run(args: argparse.Namespace) -> int:
         if args.reference:
             reference = load_photo(args.reference, "empty-board frame")
         log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
-        if log_path.exists() and log_path.stat().st_size > 0:
-            raise KnockcamError(f"game log {log_path} already exists: continue it with --resume {log_path}, "
-                                "or give a new --log")
+        check_new(log_path)
         if args.video:
             video_source(args.video).close()  # a bad video path fails before any log is written
         else:
@@ -130,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
         source_info = {"video": str(Path(args.video).resolve())} if args.video else {"camera": args.camera}
         from knockcam import settings
 
-        tokens = args.tokens or int(settings.load("live")["tracking"]["tokens_per_side"])
+        tokens = args.tokens if args.tokens is not None else int(settings.load("live")["tracking"]["tokens_per_side"])
         if not 1 <= tokens <= 4:
             raise KnockcamError("--tokens: 1 to 4 tokens per side (R2)")
         log = new_log(log_path, order=order, board_path=args.board and str(Path(args.board).resolve()),

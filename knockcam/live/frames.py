@@ -15,6 +15,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.errors import KnockcamError
+from knockcam.files import image_format
 
 LOST, FROZEN, BACK = "lost", "frozen", "back"
 
@@ -172,6 +173,14 @@ def video_source(path: str, start_index: int = 0) -> CaptureSource:
 
     if not Path(path).is_file():
         raise KnockcamError(f"video file not found: {path}")
+    try:
+        with open(path, "rb") as f:
+            kind = image_format(f.read(16))
+    except OSError as exc:
+        raise KnockcamError(f"cannot read video {path}: {exc.strerror or exc}") from None
+    if kind is not None:  # OpenCV plays a photo as a video of one frame: a game that ends before it starts
+        raise KnockcamError(f"{path} is a photo ({kind}), not a video: 'knockcam score {path}' scores it; live mode "
+                            "follows a game in a video (MP4, MOV, AVI or MKV) or from --camera N")
 
     def open_capture():
         cap = cv2.VideoCapture(str(path))

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from knockcam.errors import KnockcamError
-from knockcam.files import read_text
+from knockcam.files import file_in_the_way, read_text
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
@@ -27,10 +27,17 @@ class GameLog:
     def __init__(self, path: str | Path, *, fsync: bool = True):
         self.path = Path(path)
         self.fsync = fsync
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        _drop_torn_tail(self.path)
-        self.seq = len(read_log(self.path)) if self.path.exists() else 0
-        self.handle = open(self.path, "a", encoding="utf-8")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            _drop_torn_tail(self.path)
+            self.seq = len(read_log(self.path)) if self.path.exists() else 0
+            self.handle = open(self.path, "a", encoding="utf-8")
+        except OSError as exc:
+            blocker = file_in_the_way(self.path)
+            why = f"{blocker} is a file, not a folder" if blocker is not None else exc.strerror or exc
+            raise KnockcamError(f"cannot write game log {self.path}: {why}",
+                                "give --log a file in a folder you can write (to resume a game, copy its log there "
+                                "first)") from None
 
     @property
     def evidence_dir(self) -> Path:
@@ -41,12 +48,21 @@ class GameLog:
     def append(self, kind: str, **data: Any) -> dict:
         entry = {"seq": self.seq, "t": _now(), "kind": kind, **data}
         line = json.dumps(entry, separators=(",", ":"), default=_jsonable)
-        self.handle.write(line + "\n")
-        self.handle.flush()
-        if self.fsync:
-            os.fsync(self.handle.fileno())
+        try:
+            self.handle.write(line + "\n")
+            self.handle.flush()
+            if self.fsync:
+                os.fsync(self.handle.fileno())
+        except OSError as exc:
+            raise self._stopped(exc) from None
         self.seq += 1
         return entry
+
+    def _stopped(self, exc: OSError) -> KnockcamError:
+        """The game cannot go on unrecorded: what failed, and how to go on once it is mended. The lines written
+        so far hold the game up to here (a torn last one is dropped on --resume, as after a crash)."""
+        return KnockcamError(f"cannot write game log {self.path}: {exc.strerror or exc}",
+                             f"make room on the disk, then continue with 'knockcam live --resume {self.path}'")
 
     def save_frame(self, name: str, image, quality: int = 85) -> str:
         """Write an evidence frame atomically; returns its path relative to the log's folder."""
@@ -62,18 +78,30 @@ class GameLog:
         return str((self.evidence_dir / name).relative_to(self.path.parent))
 
     def save_bytes(self, name: str, data: bytes) -> str:
-        path = self.evidence_dir / name
-        tmp = path.with_name(f".{path.name}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            if self.fsync:
-                os.fsync(f.fileno())
-        tmp.replace(path)
+        try:
+            path = self.evidence_dir / name
+            tmp = path.with_name(f".{path.name}.tmp")
+            with open(tmp, "wb") as f:
+                f.write(data)
+                f.flush()
+                if self.fsync:
+                    os.fsync(f.fileno())
+            tmp.replace(path)
+        except OSError as exc:
+            raise self._stopped(exc) from None
         return str(path.relative_to(self.path.parent))
 
     def close(self) -> None:
         self.handle.close()
+
+
+def check_new(path: Path) -> None:
+    """KnockcamError when a new game cannot be logged at ``path``: a folder, or a game's log already there
+    (never overwritten: it is continued with --resume)."""
+    if path.is_dir():
+        raise KnockcamError(f"game log {path} is a folder: give a file, e.g. --log {path / 'game.jsonl'}")
+    if path.exists() and path.stat().st_size > 0:
+        raise KnockcamError(f"game log {path} already exists: continue it with --resume {path}, or give a new --log")
 
 
 def _jsonable(value: Any):

@@ -22,7 +22,7 @@ from knockcam.detect import Unreadable
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
 from knockcam.live.frames import Frame, Trouble
-from knockcam.live.log import GameLog, read_log
+from knockcam.live.log import GameLog, check_new, read_log
 from knockcam.live.motion import MotionGate
 from knockcam.live.prompts import NeedAnswer, ReplayPrompter
 from knockcam.live.tracker import Observation, Still, Tracker
@@ -73,8 +73,7 @@ def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side:
             reference: np.ndarray | None = None, fsync: bool = True) -> GameLog:
     """Start a game log (refusing to overwrite one): its 'start' line, and the calibration and reference if given."""
     path = Path(path)
-    if path.exists() and path.stat().st_size > 0:
-        raise KnockcamError(f"game log {path} already exists: continue it with --resume {path}, or give a new --log")
+    check_new(path)
     log = GameLog(path, fsync=fsync)
     log.append("start", format=1, order=list(order), board=board_path, tokens_per_side=int(tokens_per_side),
                reslide_off_board=reslide_off_board, review=review, source=source)

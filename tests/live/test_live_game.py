@@ -92,6 +92,39 @@ def test_kill_in_the_middle_then_resume_finishes_the_same_game(demo_files, board
     assert replayed["mismatches"] == []
 
 
+def test_a_full_disk_stops_the_game_in_one_line_and_resume_finishes_it(demo_files, board, tmp_path, capsys,
+                                                                        monkeypatch):
+    import errno
+
+    f = demo_files
+    common = ["--answers", str(f["answers"]), "--quiet", "--json", "--no-model"]
+    log = tmp_path / "full.jsonl"
+    real_fsync, calls = os.fsync, []
+
+    def fsync(fd):  # the disk fills up during round 2: the 40th write to it fails
+        calls.append(fd)
+        if len(calls) >= 40:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real_fsync(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
+                 "--tokens", "2", "--log", str(log), *common]) == 2
+    last = capsys.readouterr().err.splitlines()[-1]  # after the log's name, one line
+    assert last.startswith(f"knockcam: error: cannot write game log {log}: No space left on device")
+    assert last.endswith(f"then continue with 'knockcam live --resume {log}'")
+    before = read_log(log)
+    assert sum(e["kind"] == "round" for e in before) == 1 and before[-1]["kind"] != "standings"  # in round 2
+
+    monkeypatch.setattr(os, "fsync", real_fsync)  # room made on the disk
+    assert main(["live", "--resume", str(log), *common]) == 0
+    resumed = json.loads(capsys.readouterr().out)
+    assert resumed["over"] is True and resumed["standings"] == _standings(demo_expected(board))
+    entries = read_log(log)
+    assert [e["seq"] for e in entries] == list(range(len(entries)))
+    assert sum(e["kind"] == "round" for e in entries) == 2
+
+
 def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):
     log = tmp_path / "game.jsonl"
     _start(log, demo)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 
+import cv2
 import numpy as np
 import pytest
 
@@ -175,4 +176,19 @@ def test_nothing_is_written_when_the_game_cannot_start(tmp_path, monkeypatch, ca
                  "--log", str(log)]) == 2
     err = capsys.readouterr().err
     assert "empty-board frame" in err and "damaged JPEG" in err and err.count("\n") == 1
+    photo = tmp_path / "board.jpg"  # OpenCV would play it as a video of one frame: a game over before it starts
+    cv2.imwrite(str(photo), np.full((64, 64, 3), 200, np.uint8))
+    assert main(["live", "--video", str(photo), "--sides", "red,blue", "--log", str(log)]) == 2
+    assert f"{photo} is a photo (JPEG), not a video: 'knockcam score {photo}'" in capsys.readouterr().err
+    video = str(demo_files["video"])
+    assert main(["live", "--video", video, "--sides", "red,blue", "--tokens", "0", "--log", str(log)]) == 2
+    assert "--tokens: 1 to 4 tokens per side" in capsys.readouterr().err
+    assert main(["live", "--video", video, "--sides", "red,blue", "--log", str(tmp_path)]) == 2
+    assert f"game log {tmp_path} is a folder: give a file, e.g. --log {tmp_path / 'game.jsonl'}" in capsys.readouterr().err
+    blocker = tmp_path / "notes.txt"
+    blocker.write_text("x")
+    assert main(["live", "--video", video, "--sides", "red,blue", "--log", str(blocker / "game.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert f"cannot write game log {blocker / 'game.jsonl'}: {blocker} is a file, not a folder" in err
+    assert err.count("\n") == 1 and blocker.read_text() == "x"
     assert not log.exists()
