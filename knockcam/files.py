@@ -24,6 +24,8 @@ def read_text(path: str | Path, what: str, hint: str = "") -> str:
     """The UTF-8 text of ``path``; a missing or unreadable file is a KnockcamError naming ``what`` it is
     (e.g. "board file") and, for a missing one, ``hint`` on what to give instead."""
     path = Path(path)
+    if path.is_dir():
+        raise KnockcamError(f"{what} {path} is a folder, not a file")
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -54,6 +56,21 @@ def file_in_the_way(path: Path) -> Path | None:
     return next((p for p in reversed(path.parents) if p.exists() and not p.is_dir()), None)
 
 
+def check_writable(path: str | Path) -> Path:
+    """``path``, when a file can be written there (``write_atomic`` makes its folder); else a KnockcamError
+    saying why. A long job (a benchmark) checks where its result goes before it starts, not after."""
+    path = Path(path)
+    blocker = file_in_the_way(path)
+    if blocker is not None:
+        raise KnockcamError(f"cannot write {path}: {blocker} is a file, not a folder (choose a writable place)")
+    if path.is_dir():
+        raise KnockcamError(f"cannot write {path}: it is a folder (give a file name in it)")
+    folder = next(p for p in path.parents if p.exists())
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise KnockcamError(f"cannot write {path}: the folder {folder} is not writable (choose a writable place)")
+    return path
+
+
 def write_atomic(path: str | Path, data: bytes | str) -> Path:
     """Write ``data`` (text is written as UTF-8) to ``path`` through a temporary file and a rename:
     never half-written; the folder is made if needed. A failure is a KnockcamError saying where."""
@@ -61,9 +78,7 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     if isinstance(data, str):
         data = data.encode("utf-8")
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    blocker = file_in_the_way(path)
-    if blocker is not None:
-        raise KnockcamError(f"cannot write {path}: {blocker} is a file, not a folder (choose a writable place)")
+    check_writable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp.write_bytes(data)

@@ -1,6 +1,7 @@
 """The detection benchmark: how a scene's detections are scored, and the results file it writes."""
 
 import json
+from pathlib import Path
 
 from knockcam.assign import assign
 from knockcam.bench import MISSED, Tally, TrueToken, flag_floor, report, score_scene, true_tokens
@@ -95,6 +96,27 @@ def test_bench_refuses_training_seeds(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert "training" in err and len(err.splitlines()) == 1
     assert not (tmp_path / "r.md").exists()
+
+
+def test_a_results_file_that_cannot_be_written_is_refused_before_any_scene_or_photo(tmp_path, capsys, monkeypatch):
+    import knockcam.bench
+    import knockcam.labelled
+
+    def never(*args, **kwargs):
+        raise AssertionError("the benchmark ran before its results file was checked")
+
+    monkeypatch.setattr(knockcam.bench, "run", never)
+    monkeypatch.setattr(knockcam.labelled, "check_all", never)
+    blocker = tmp_path / "bench"
+    blocker.write_text("x")
+    photos = Path(__file__).resolve().parents[1] / "fixtures" / "scenes"
+    for args in (["--scenes", "2", "--out", str(blocker / "results.md")],
+                 ["--photos", str(photos), "--out", str(blocker / "photos.md")]):
+        assert main(["bench", *args]) == 2
+        err = capsys.readouterr().err
+        assert f"{blocker} is a file, not a folder" in err and err.count("\n") == 1
+    assert main(["bench", "--scenes", "2", "--out", str(tmp_path)]) == 2
+    assert f"cannot write {tmp_path}: it is a folder" in capsys.readouterr().err
 
 
 def test_a_wrong_colour_left_to_a_human_is_a_confusion_but_not_an_unflagged_one():

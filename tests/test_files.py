@@ -1,6 +1,7 @@
 """Files a user hands over (photos) are read or refused in one line; files knockcam writes are whole
 or not at all, with a one-line error saying where."""
 
+import os
 import sys
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import numpy as np
 import pytest
 
 from knockcam.errors import KnockcamError
-from knockcam.files import load_photo, write_atomic
+from knockcam.files import check_writable, load_photo, read_text, write_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
 from synthetic_scene import scene  # noqa: E402
@@ -29,6 +30,22 @@ def test_a_place_that_cannot_be_written_is_a_clear_error_and_nothing_changes(tmp
     with pytest.raises(KnockcamError, match="cannot write .*not_a_folder/out.png: .*not_a_folder is a file, not a folder"):
         write_atomic(blocker / "out.png", b"data")
     assert blocker.read_text() == "x"
+
+
+def test_where_a_file_cannot_be_written_is_said_before_writing(tmp_path, monkeypatch):
+    assert check_writable(tmp_path / "new" / "folder" / "out.md") == tmp_path / "new" / "folder" / "out.md"
+    with pytest.raises(KnockcamError, match="it is a folder"):
+        check_writable(tmp_path)
+    with pytest.raises(KnockcamError, match="it is a folder"):
+        write_atomic(tmp_path, b"data")
+    monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # as a folder of another user's
+    with pytest.raises(KnockcamError, match=f"the folder {tmp_path} is not writable"):
+        check_writable(tmp_path / "new" / "out.md")
+
+
+def test_a_folder_given_for_a_file_to_read_says_so(tmp_path):
+    with pytest.raises(KnockcamError, match=f"round file {tmp_path} is a folder, not a file"):
+        read_text(tmp_path, "round file")
 
 
 def test_load_photo_reads_a_good_jpeg_and_png(tmp_path):

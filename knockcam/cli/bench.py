@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
 
     from knockcam.bench import report, run as run_bench, speed_check
     from knockcam.cli import invoked_as
-    from knockcam.files import write_atomic
+    from knockcam.files import check_writable, write_atomic
     from knockcam.board import load_board
     from knockcam.detect import AUTO, load_model
     from knockcam.detect.model import default_model_path
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.photos is not None:
         return _photos(args)
-    args.out = args.out or "bench/results.md"
+    args.out = str(check_writable(args.out or "bench/results.md"))  # before the hour of scenes, not after
     if args.scenes < 1:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
     board = load_board(args.board)
@@ -125,13 +125,13 @@ def _photos(args: argparse.Namespace) -> int:
 
     from knockcam.board import load_board
     from knockcam.cli import invoked_as
-    from knockcam.files import write_atomic
+    from knockcam.files import check_writable, write_atomic
     from knockcam.labelled import check_all, find_labelled, report, runs
     from knockcam.pipeline import parse_order
 
     board = load_board(args.board)
     photos, unlabelled = find_labelled(args.photos, board, parse_order(args.order))
-    out = Path(args.out) if args.out else Path(args.photos) / "knockcam-bench.md"
+    out = check_writable(args.out or Path(args.photos) / "knockcam-bench.md")
     command = invoked_as("bench", f"knockcam bench --photos {args.photos} --out {out}"
                                   + (f" --order {args.order}" if args.order else ""))
     console = Console(stderr=True)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 from knockcam.errors import KnockcamError
-from knockcam.files import load_photo
+from knockcam.files import load_photo, write_atomic
 
 BOARD_HELP = "board file (YAML; default: the reconstruction shipped with knockcam, see docs/board-file.md)"
 
@@ -140,16 +140,11 @@ def run_check(args) -> int:
 
 
 def _write_png(path: Path, image) -> None:
-    """Encode and write atomically (temp file + rename)."""
+    """Encode and write atomically (knockcam.files.write_atomic)."""
     import cv2
 
     suffix = path.suffix.lower() or ".png"
     ok, data = cv2.imencode(suffix if suffix in (".png", ".jpg", ".jpeg") else ".png", image)
     if not ok:
         raise KnockcamError(f"cannot encode an image for {path}")
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data.tobytes())
-        tmp.replace(path)
-    except OSError as exc:
-        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc}") from None
+    write_atomic(path, data.tobytes())

@@ -58,7 +58,9 @@ def run(args) -> int:
     if verb == "bench" and len(args.target) == 1:
         from knockcam.calibrate.bench import run_bench
 
-        out = Path(args.out or "bench/calibration.md")
+        from knockcam.files import check_writable
+
+        out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
         text = run_bench(board, args.scenes, out, held_out=args.held_out)
         print(text)
         return 0
@@ -126,8 +128,10 @@ def _tune(board, args) -> int:
     """``knockcam calibrate tune``: the automatic method on tuning renders, render by render (records to
     ``--out`` as JSON lines), summed up under the 3 mm limit, and set against an earlier run's records."""
     from knockcam.calibrate.bench import tuning_changes, tuning_records, tuning_summary
-    from knockcam.files import write_atomic
+    from knockcam.files import check_writable, write_atomic
 
+    if args.out:
+        check_writable(args.out)  # before the renders are calibrated
     if args.seed is None:
         raise KnockcamError("calibrate tune needs --seed: the knockcam.synth run to render (e.g. --seed 3009)")
     if args.renders < 1 or args.first < 0:

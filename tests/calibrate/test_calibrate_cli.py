@@ -35,6 +35,22 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
     assert "x.jpg is not an image" in capsys.readouterr().err
 
 
+def test_a_bench_or_tuning_file_that_cannot_be_written_is_refused_before_any_render(tmp_path, capsys, monkeypatch):
+    import knockcam.calibrate.bench
+
+    def never(*args, **kwargs):
+        raise AssertionError("renders were calibrated before the output file was checked")
+
+    monkeypatch.setattr(knockcam.calibrate.bench, "run_bench", never)
+    monkeypatch.setattr(knockcam.calibrate.bench, "tuning_records", never)
+    blocker = tmp_path / "bench"
+    blocker.write_text("x")
+    for args in (["bench", "--out", str(blocker / "calibration.md")], ["tune", "--seed", "3009", "--out", str(tmp_path)]):
+        assert main(["calibrate", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("knockcam: error: cannot write") and err.count("\n") == 1
+
+
 def test_a_damaged_photo_is_refused_not_calibrated_half_grey(tmp_path, scene, board, capsys):
     """The same photo checks as knockcam score (knockcam.files.load_photo): a copy cut short is refused."""
     ok, jpeg = cv2.imencode(".jpg", scene.image)
