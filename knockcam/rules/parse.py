@@ -76,6 +76,8 @@ def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
         fld = f"{prefix}events[{i}]"
         if not isinstance(item, dict) or "side" not in item or "kind" not in item:
             raise _bad(where, fld, "must be a mapping with side and kind (jail_fee or reslide_fee)")
+        if not isinstance(item["kind"], str):
+            raise _bad(where, f"{fld}.kind", f"must be jail_fee or reslide_fee, not {item['kind']!r}", "S2")
         events.append(SlideEvent(side=item["side"], kind=item["kind"]))
     railroad = {}
     for side, picks in _mapping(data.get("railroad_choice"), where, f"{prefix}railroad_choice",

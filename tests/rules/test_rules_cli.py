@@ -66,6 +66,7 @@ BASE = {"order": ["blue", "red"], "pot": 500, "tokens": [{"side": "blue", "space
     ({"house_choice": {"red": "park_place"}}, "house_choice.red: red did not collect for Park Place in E3a (E3c)"),
     ({"cash": {"red": "lots"}}, "cash.red: must be a whole number of M"),
     ({"events": [{"side": "red"}]}, "events[0]: must be a mapping with side and kind"),
+    ({"events": [{"side": "red", "kind": ["jail_fee"]}]}, "events[0].kind: must be jail_fee or reslide_fee, not ['jail_fee']"),
     ({"tokens": [{"side": "red"}]}, "tokens[0].space: missing"),
     ({"hosue_choice": {}}, "hosue_choice: unknown field"),
 ])
@@ -112,6 +113,12 @@ def test_game_bad_round_names_the_round_and_field(tmp_path, capsys):
     assert main(["game", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "rounds[1]: tokens[0].space: unknown space id 'x'" in err and "\n" not in err
+    for kind in (["jail_fee"], {"fee": 50}, "bribe"):  # a list or a mapping is not a kind either
+        path.write_text(json.dumps({"order": ["red", "blue"], "rounds": [{"tokens": []}],
+                                    "pending_events": [{"side": "red", "kind": kind}]}))
+        assert main(["game", str(path)]) == 2
+        err = capsys.readouterr().err.strip()
+        assert "pending_events[0]: must be {side, kind}" in err and "\n" not in err
 
 
 def test_rules_engine_imports_no_vision_stack():
