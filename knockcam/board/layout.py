@@ -5,6 +5,7 @@ Pure Python (no numpy, no OpenCV) so that the rules engine can use it without th
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -99,7 +100,7 @@ def board_from_dict(data: Any, source: str = "<board>") -> Board:
         return mapping[key]
 
     def number(value: Any, where: str) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
             raise KnockcamError(f"{source}: {where} must be a number, not {value!r}")
         return float(value)
 
@@ -121,7 +122,9 @@ def board_from_dict(data: Any, source: str = "<board>") -> Board:
     for name, amount in bonus_data.items():
         if name not in COLOR_SETS:
             raise KnockcamError(f"{source}: set_bonus: unknown colour set {name!r} (one of {', '.join(COLOR_SETS)})")
-        set_bonus[name] = int(number(amount, f"set_bonus.{name}"))
+        if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
+            raise KnockcamError(f"{source}: set_bonus.{name} must be a whole number of M, at least 0, not {amount!r}")
+        set_bonus[name] = amount
 
     spaces_data = need(data, "spaces", "")
     if not isinstance(spaces_data, list) or not spaces_data:

@@ -100,6 +100,24 @@ def test_property_without_positive_value(board_data, value):
     assert "'park_place'" in message and "value" in message
 
 
+@pytest.mark.parametrize("amount", [-400, 400.5, float("nan"), True, "M400"])
+def test_set_bonus_must_be_a_whole_amount(board_data, amount):
+    board_data["set_bonus"]["brown"] = amount  # NaN stopped the rules engine with a ValueError; 400.5 was cut to 400
+    message = error_for(board_data)
+    assert "set_bonus.brown must be a whole number of M, at least 0" in message
+
+
+@pytest.mark.parametrize("where", ["size", "polygon", "token"])
+def test_a_length_that_is_not_finite_is_refused(board_data, where):
+    if where == "size":
+        board_data["size_mm"][1] = float("inf")
+    elif where == "polygon":
+        space_of(board_data, "boardwalk")["polygon"][0][0] = float("nan")
+    else:
+        board_data["token"]["base_diameter_mm"] = float("nan")
+    assert "must be a number, not" in error_for(board_data)
+
+
 @pytest.mark.parametrize("kind", ["railroad", "chance", "luxury_tax", "free_parking", "go_to_jail", "house"])
 def test_required_kind_missing(board_data, kind):
     board_data["spaces"] = [s for s in board_data["spaces"] if s["kind"] != kind]
