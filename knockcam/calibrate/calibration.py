@@ -228,15 +228,25 @@ class Calibration:
         h = np.array(data["homography"], dtype=np.float64)
         if h.shape != (3, 3) or not np.isfinite(h).all() or abs(np.linalg.det(h)) < 1e-12:
             raise ValueError("homography must be an invertible 3x3 matrix")
-        k = data.get("camera_matrix")
-        d = data.get("dist_coeffs")
+        k = None if data.get("camera_matrix") is None else np.array(data["camera_matrix"], dtype=np.float64).reshape(3, 3)
+        if k is not None and not (np.isfinite(k).all() and k[0, 0] > 0 and k[1, 1] > 0):
+            raise ValueError("camera_matrix must be a 3x3 matrix with positive focal lengths")
+        d = None if data.get("dist_coeffs") is None else np.array(data["dist_coeffs"], dtype=np.float64).ravel()
+        if d is not None and not (np.isfinite(d).all() and len(d) in (4, 5, 8, 12, 14)):
+            raise ValueError("dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers")
+        size = (int(data["image_size"][0]), int(data["image_size"][1]))
+        if min(size) < 1:
+            raise ValueError("image_size must be [width, height] in pixels")
+        error_mm = None if data.get("error_mm") is None else float(data["error_mm"])
+        if error_mm is not None and not error_mm >= 0:
+            raise ValueError("error_mm must be a number of mm, at least 0")
         return cls(
             method=str(data["method"]),
-            image_size=(int(data["image_size"][0]), int(data["image_size"][1])),
+            image_size=size,
             homography=h,
-            camera_matrix=None if k is None else np.array(k, dtype=np.float64).reshape(3, 3),
-            dist_coeffs=None if d is None else np.array(d, dtype=np.float64).ravel(),
-            error_mm=None if data.get("error_mm") is None else float(data["error_mm"]),
+            camera_matrix=k,
+            dist_coeffs=d,
+            error_mm=error_mm,
             error_source=None if data.get("error_source") is None else str(data["error_source"]),
             created=str(data.get("created", "")),
             hump=None if data.get("hump") is None else Hump.from_dict(data["hump"]),

@@ -68,8 +68,12 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
     registered from the file's corners (quick), else the board is found automatically; where neither
     places it (a blurred photo, a covered board), nothing says the file is wrong and it is used."""
     from knockcam.calibrate.auto import snap_to_grid
-    from knockcam.calibrate.quality import corner_errors_mm, error_limit
+    from knockcam.calibrate.quality import corner_errors_mm, error_limit, plausible
 
+    why = plausible(cal.homography, board, (image.shape[1], image.shape[0]))
+    if why is not None:  # an edited or damaged file: no board a camera could see
+        raise KnockcamError(f"{name} does not place the board in this photo ({why})",
+                            "run 'knockcam calibrate' again, or score without --calibration")
     limit = error_limit(max_error_mm)
     placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
     allowance = 1.0

@@ -1,5 +1,7 @@
 """calibrate(): the method follows from what is given; failures say what to do."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -33,6 +35,39 @@ def test_a_calibration_file_from_before_the_camera_moved_is_refused(tmp_path, sc
     with pytest.raises(KnockcamError, match=r"before.yaml does not fit this photo: its printed lines put the board "
                                             r"\d+ mm from where the file does .*without --calibration"):
         calibrate(scene.image, board, calibration_file=path)
+
+
+def test_a_calibration_file_that_places_no_board_a_camera_could_see_is_refused(tmp_path, scene, board):
+    """An edited or damaged file (one number of the homography changed) is refused for what it is, before the
+    photo's printed lines are compared with it (through the lens_distortion fixture's lens, that comparison
+    asked for terabytes of memory)."""
+    path = tmp_path / "edited.yaml"
+    for row, col, value in ((1, 0, 1e12), (1, 1, -50.0)):
+        homography = scene.truth.homography.copy()
+        homography[row, col] = value
+        Calibration("auto", scene.truth.image_size, homography).save(path, board.size_mm)
+        with pytest.raises(KnockcamError, match=r"edited.yaml does not place the board in this photo \(.+\): run "
+                                                r"'knockcam calibrate' again, or score without --calibration"):
+            calibrate(scene.image, board, calibration_file=path)
+
+
+@pytest.mark.parametrize("field, value, says", [
+    ("dist_coeffs", [float("inf"), 0, 0, 0, 0], "dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers"),
+    ("dist_coeffs", [0.1, 0.0, 0.0], "dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers"),
+    ("camera_matrix", [[0, 0, 640], [0, 0, 360], [0, 0, 1]], "camera_matrix must be a 3x3 matrix with positive focal"),
+    ("image_size", [0, 720], "image_size must be [width, height]"),
+    ("error_mm", float("nan"), "error_mm must be a number of mm, at least 0"),
+])
+def test_a_calibration_file_with_impossible_numbers_is_refused_saying_which(tmp_path, scene, board, field, value, says):
+    import yaml
+
+    data = scene.truth.to_dict(board.size_mm)
+    data.update(camera_matrix=[[1280.0, 0, 639.5], [0, 1280.0, 359.5], [0, 0, 1]], dist_coeffs=[0.0] * 5)
+    data[field] = value
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(KnockcamError, match=rf"bad.yaml: not a knockcam calibration file \({re.escape(says)}"):
+        Calibration.load(path)
 
 
 def test_a_calibration_file_the_photo_cannot_confirm_is_used_as_it_is(tmp_path, scene, board):
