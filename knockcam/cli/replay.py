@@ -22,13 +22,17 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.live.session import replay
 
     live = replay(args.log)
-    recorded = {e["round"]: e for e in read_log(args.log) if e["kind"] == "round"}
+    recorded = {e.get("round"): e for e in read_log(args.log) if e["kind"] == "round" and isinstance(e.get("round"), int)}
     mismatches = []
     for number, result in enumerate(live.game.history, start=1):
-        rec = recorded.get(number)
-        if rec is not None and rec["result"]["cash"] != dict(result.cash):
-            mismatches.append(f"round {number}: the log recorded {rec['result']['cash']}, re-scoring gives "
-                              f"{dict(result.cash)}")
+        if number not in recorded:
+            continue
+        logged = recorded[number].get("result")
+        logged = logged.get("cash") if isinstance(logged, dict) else None
+        if logged is None:
+            mismatches.append(f"round {number}: the log's record of it is damaged")
+        elif logged != dict(result.cash):
+            mismatches.append(f"round {number}: the log recorded {logged}, re-scoring gives {dict(result.cash)}")
     game = live.game
     standings = [s.to_dict() for s in game.standings()]
     overrides = [data for kind, data in live.events if kind == "override"]

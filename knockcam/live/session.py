@@ -110,43 +110,54 @@ class LiveGame:
         entries = read_log(self.log_path)
         if not entries:
             raise KnockcamError(f"{self.log_path}: empty game log")
-        start = entries[0]
-        self.start = start
-        self.board = board or load_board(start.get("board"))
-        self.game = Game(start["order"], self.board, reslide_off_board=start.get("reslide_off_board", "none"),
-                         where=str(self.log_path))
-        self.display = display
-        self.model = model
-        self.max_error_mm = max_error_mm  # the automatic calibration's limit (None: calibrate.yaml's)
-        self.live_prompter = prompter
-        self.log = GameLog(self.log_path, fsync=fsync) if live else None
-        self.muted = True
-        answers = [(e["key"], e["answer"]) for e in entries if e["kind"] == "answer"]
-        self.replay = ReplayPrompter(answers, prompter if live else None, before_live=self._log_question,
-                                     after_live=self._log_answer)
-        self.tracker = Tracker(self.game, self.board, self, tokens_per_side=start.get("tokens_per_side"),
-                               review=start.get("review"), emit=self._emit)
-        self.events: list[tuple[str, dict]] = []
-        self.calibration: Calibration | None = None
-        self.reference: np.ndarray | None = None
-        self.last_frame = -1
-        self.incomplete: str | None = None
-        self._round_started = False
-        for e in entries:
-            kind = e["kind"]
-            if kind == "observation":
-                self.last_frame = max(self.last_frame, int(e.get("frame", -1)))
-                try:
-                    self.tracker.observe(Observation.from_dict(e))
-                except NeedAnswer as need:
-                    self.incomplete = f"the log ends at an unanswered question ({need.question.key})"
-                    break
-            elif kind == "request" and e.get("what") == "review":
-                self.tracker.request_review()
-            elif kind == "calibration":
-                self._cal_path = self.log_path.parent / e["path"]
-            elif kind == "reference":
-                self._ref_path = self.log_path.parent / e["path"]
+        line, e = 1, entries[0]  # the line being read back, for the message when it is damaged
+        try:
+            start = entries[0]
+            self.start = start
+            self.board = board or load_board(start.get("board"))
+            self.game = Game(start["order"], self.board, reslide_off_board=start.get("reslide_off_board", "none"),
+                             where=str(self.log_path))
+            self.display = display
+            self.model = model
+            self.max_error_mm = max_error_mm  # the automatic calibration's limit (None: calibrate.yaml's)
+            self.live_prompter = prompter
+            self.log = GameLog(self.log_path, fsync=fsync) if live else None
+            self.muted = True
+            answers = []
+            for line, e in enumerate(entries, start=1):
+                if e["kind"] == "answer":
+                    if not (isinstance(e["key"], str) and isinstance(e["answer"], str)):
+                        raise ValueError("a question's key and its answer are text")
+                    answers.append((e["key"], e["answer"]))
+            self.replay = ReplayPrompter(answers, prompter if live else None, before_live=self._log_question,
+                                         after_live=self._log_answer)
+            self.tracker = Tracker(self.game, self.board, self, tokens_per_side=start.get("tokens_per_side"),
+                                   review=start.get("review"), emit=self._emit)
+            self.events: list[tuple[str, dict]] = []
+            self.calibration: Calibration | None = None
+            self.reference: np.ndarray | None = None
+            self.last_frame = -1
+            self.incomplete: str | None = None
+            self._round_started = False
+            for line, e in enumerate(entries, start=1):
+                kind = e["kind"]
+                if kind == "observation":
+                    self.last_frame = max(self.last_frame, int(e.get("frame", -1)))
+                    try:
+                        self.tracker.observe(Observation.from_dict(e))
+                    except NeedAnswer as need:
+                        self.incomplete = f"the log ends at an unanswered question ({need.question.key})"
+                        break
+                elif kind == "request" and e.get("what") == "review":
+                    self.tracker.request_review()
+                elif kind == "calibration":
+                    self._cal_path = self.log_path.parent / e["path"]
+                elif kind == "reference":
+                    self._ref_path = self.log_path.parent / e["path"]
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            raise KnockcamError(f"{self.log_path}: line {line} ({e.get('kind')}) is damaged: {type(exc).__name__}: "
+                                f"{exc}", "knockcam wrote it otherwise: restore the log from a copy, or delete that line "
+                                "and the ones after it to go on from before it with --resume") from None
         self.muted = False
         if hasattr(self, "_cal_path") and live:
             self.calibration = Calibration.load(self._cal_path)

@@ -125,6 +125,33 @@ def test_a_full_disk_stops_the_game_in_one_line_and_resume_finishes_it(demo_file
     assert sum(e["kind"] == "round" for e in entries) == 2
 
 
+def test_a_damaged_line_in_the_game_log_is_named_and_the_log_left_as_it_is(demo, board, tmp_path, capsys):
+    log = tmp_path / "game.jsonl"
+    _start(log, demo)
+    oracle = oracle_detector(demo, board)
+    LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False).run(
+        list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
+    lines = log.read_text().splitlines()
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "observation" and json.loads(line)["seen"])
+    entry = json.loads(lines[at])
+    entry["seen"][0]["xy_mm"] = "by the dog"  # hand-edited: found by mutating logs, each field a TypeError or worse
+    damaged = "\n".join(lines[:at] + [json.dumps(entry)] + lines[at + 1:]) + "\n"
+    log.write_text(damaged)
+    for args in (["replay", str(log)], ["live", "--resume", str(log), "--quiet", "--no-model"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{log}: line {at + 1} (observation) is damaged: ValueError" in err
+        assert "delete that line and the ones after it to go on from before it with --resume" in err
+    assert log.read_text() == damaged
+
+    rounds = [i for i, line in enumerate(lines) if json.loads(line)["kind"] == "round"]
+    record = json.loads(lines[rounds[0]])
+    record["result"] = "paid"  # what the log says was paid, damaged: replay says it cannot check it
+    log.write_text("\n".join(lines[:rounds[0]] + [json.dumps(record)] + lines[rounds[0] + 1:]) + "\n")
+    assert main(["replay", str(log)]) == 2
+    assert "replay does not match the log: round 1: the log's record of it is damaged" in capsys.readouterr().err
+
+
 def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):
     log = tmp_path / "game.jsonl"
     _start(log, demo)
