@@ -228,10 +228,12 @@ class Calibration:
         h = np.array(data["homography"], dtype=np.float64)
         if h.shape != (3, 3) or not np.isfinite(h).all() or abs(np.linalg.det(h)) < 1e-12:
             raise ValueError("homography must be an invertible 3x3 matrix")
-        k = None if data.get("camera_matrix") is None else np.array(data["camera_matrix"], dtype=np.float64).reshape(3, 3)
+        k = data.get("camera_matrix")
+        k = None if k is None else np.array(k, dtype=np.float64).reshape(3, 3)
         if k is not None and not (np.isfinite(k).all() and k[0, 0] > 0 and k[1, 1] > 0):
             raise ValueError("camera_matrix must be a 3x3 matrix with positive focal lengths")
-        d = None if data.get("dist_coeffs") is None else np.array(data["dist_coeffs"], dtype=np.float64).ravel()
+        d = data.get("dist_coeffs")
+        d = None if d is None else np.array(d, dtype=np.float64).ravel()
         if d is not None and not (np.isfinite(d).all() and len(d) in (4, 5, 8, 12, 14)):
             raise ValueError("dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers")
         size = (int(data["image_size"][0]), int(data["image_size"][1]))

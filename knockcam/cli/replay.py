@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.live.session import replay
 
     live = replay(args.log)
-    recorded = {e.get("round"): e for e in read_log(args.log) if e["kind"] == "round" and isinstance(e.get("round"), int)}
+    recorded = {e["round"]: e for e in read_log(args.log)
+                if e["kind"] == "round" and isinstance(e.get("round"), int)}
     mismatches = []
     for number, result in enumerate(live.game.history, start=1):
         if number not in recorded:

@@ -129,6 +129,7 @@ class LiveGame:
                     if not (isinstance(e["key"], str) and isinstance(e["answer"], str)):
                         raise ValueError("a question's key and its answer are text")
                     answers.append((e["key"], e["answer"]))
+            line, e = 1, start
             self.replay = ReplayPrompter(answers, prompter if live else None, before_live=self._log_question,
                                          after_live=self._log_answer)
             self.tracker = Tracker(self.game, self.board, self, tokens_per_side=start.get("tokens_per_side"),
@@ -155,9 +156,10 @@ class LiveGame:
                 elif kind == "reference":
                     self._ref_path = self.log_path.parent / e["path"]
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise KnockcamError(f"{self.log_path}: line {line} ({e.get('kind')}) is damaged: {type(exc).__name__}: "
-                                f"{exc}", "knockcam wrote it otherwise: restore the log from a copy, or delete that line "
-                                "and the ones after it to go on from before it with --resume") from None
+            raise KnockcamError(f"{self.log_path}: line {line} ({e.get('kind')}) is damaged: "
+                                f"{type(exc).__name__}: {exc}",
+                                "knockcam wrote it otherwise: restore the log from a copy, or delete that line and "
+                                "the ones after it to go on from before it with --resume") from None
         self.muted = False
         if hasattr(self, "_cal_path") and live:
             self.calibration = Calibration.load(self._cal_path)
