@@ -187,3 +187,25 @@ def test_overlap_area_non_convex():
     ell = [(0, 0), (20, 0), (20, 10), (10, 10), (10, 20), (0, 20)]
     assert overlap_area(ell, [(10, 10), (20, 10), (20, 20), (10, 20)]) == pytest.approx(0.0)  # the notch
     assert overlap_area(ell, [(5, 5), (15, 5), (15, 15), (5, 15)]) == pytest.approx(75.0)
+
+
+def test_a_mangled_board_file_is_refused_in_one_line_or_scores_a_game(tmp_path, board_data):
+    """Random manglings of the shipped board file, each used to play the example game: refused in one line
+    (naming the file and field) or played, never a traceback."""
+    import random
+    import sys
+    from pathlib import Path
+
+    from knockcam.cli import main
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from mangle import answered_in_one_line, mangled
+
+    game = Path(__file__).resolve().parents[2] / "fixtures" / "rounds" / "four_side_game.yaml"
+    rng = random.Random(0)
+    path = tmp_path / "board.yaml"
+    refused = 0
+    for _ in range(100):
+        path.write_text(yaml.safe_dump(mangled(board_data, rng)))
+        refused += answered_in_one_line(main, ["game", str(game), "--board", str(path)]) == 2
+    assert 0 < refused < 100

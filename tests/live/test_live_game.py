@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from knockcam.cli import main
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, oracle_detector
@@ -125,13 +126,18 @@ def test_a_full_disk_stops_the_game_in_one_line_and_resume_finishes_it(demo_file
     assert sum(e["kind"] == "round" for e in entries) == 2
 
 
+def _finished_game_log(path, demo, board):
+    """The demo game played to the end with every token where the video puts it: its log's lines."""
+    _start(path, demo)
+    oracle = oracle_detector(demo, board)
+    LiveGame(path, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False).run(
+        list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
+    return path.read_text().splitlines()
+
+
 def test_a_damaged_line_in_the_game_log_is_named_and_the_log_left_as_it_is(demo, board, tmp_path, capsys):
     log = tmp_path / "game.jsonl"
-    _start(log, demo)
-    oracle = oracle_detector(demo, board)
-    LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False).run(
-        list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
-    lines = log.read_text().splitlines()
+    lines = _finished_game_log(log, demo, board)
     at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "observation" and json.loads(line)["seen"])
     entry = json.loads(lines[at])
     entry["seen"][0]["xy_mm"] = "by the dog"  # hand-edited: found by mutating logs, each field a TypeError or worse
@@ -150,6 +156,25 @@ def test_a_damaged_line_in_the_game_log_is_named_and_the_log_left_as_it_is(demo,
     log.write_text("\n".join(lines[:rounds[0]] + [json.dumps(record)] + lines[rounds[0] + 1:]) + "\n")
     assert main(["replay", str(log)]) == 2
     assert "replay does not match the log: round 1: the log's record of it is damaged" in capsys.readouterr().err
+
+
+def test_a_mangled_game_log_is_replayed_or_refused_in_one_line(demo, board, tmp_path):
+    """Random manglings of one line of a finished game's log at a time (56 kinds of traceback before)."""
+    import random
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from mangle import answered_in_one_line, mangled
+
+    log = tmp_path / "game.jsonl"
+    lines = _finished_game_log(log, demo, board)
+    rng = random.Random(0)
+    refused = 0
+    for _ in range(100):
+        at = rng.randrange(len(lines))
+        line = json.dumps(mangled(json.loads(lines[at]), rng, changes=2))
+        log.write_text("\n".join(lines[:at] + [line] + lines[at + 1:]) + "\n")
+        refused += answered_in_one_line(main, ["replay", str(log)]) == 2
+    assert 0 < refused < 100
 
 
 def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):

@@ -11,6 +11,9 @@ import pytest
 
 from knockcam.cli import main
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from mangle import answered_in_one_line, mangled  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[2]
 ROUND = ROOT / "fixtures" / "rounds" / "rulebook_example.json"
 GAME = ROOT / "fixtures" / "rounds" / "four_side_game.yaml"
@@ -128,3 +131,20 @@ def test_rules_engine_imports_no_vision_stack():
             "print(bad); sys.exit(1 if bad else 0)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_mangled_round_or_game_file_is_scored_or_refused_in_one_line(tmp_path):
+    """Random manglings of the shipped examples (an event kind given as a list was a TypeError)."""
+    import random
+
+    import yaml
+
+    rng = random.Random(0)
+    examples = {"round": json.loads(ROUND.read_text()), "game": yaml.safe_load(GAME.read_text())}
+    path = tmp_path / "mangled.json"
+    refused = 0
+    for _ in range(300):
+        verb = rng.choice(sorted(examples))
+        path.write_text(json.dumps(mangled(examples[verb], rng)))
+        refused += answered_in_one_line(main, [verb, str(path), "--json"]) == 2
+    assert 0 < refused < 300  # some manglings still make a valid file
