@@ -110,19 +110,24 @@ class LiveGame:
         entries = read_log(self.log_path)
         if not entries:
             raise KnockcamError(f"{self.log_path}: empty game log")
-        line, e = 1, entries[0]  # the line being read back, for the message when it is damaged
+        self.display = display
+        self.model = model
+        self.max_error_mm = max_error_mm  # the automatic calibration's limit (None: calibrate.yaml's)
+        self.live_prompter = prompter
+        self.log = GameLog(self.log_path, fsync=fsync) if live else None
+        self.muted = True
+        self.events: list[tuple[str, dict]] = []
+        self.calibration: Calibration | None = None
+        self.reference: np.ndarray | None = None
+        self.last_frame = -1
+        self.incomplete: str | None = None
+        self._round_started = False
+        self.start = start = entries[0]
+        line, e = 1, start  # the line being read back, for the message when it is damaged
         try:
-            start = entries[0]
-            self.start = start
             self.board = board or load_board(start.get("board"))
             self.game = Game(start["order"], self.board, reslide_off_board=start.get("reslide_off_board", "none"),
                              where=str(self.log_path))
-            self.display = display
-            self.model = model
-            self.max_error_mm = max_error_mm  # the automatic calibration's limit (None: calibrate.yaml's)
-            self.live_prompter = prompter
-            self.log = GameLog(self.log_path, fsync=fsync) if live else None
-            self.muted = True
             answers = []
             for line, e in enumerate(entries, start=1):
                 if e["kind"] == "answer":
@@ -134,12 +139,6 @@ class LiveGame:
                                          after_live=self._log_answer)
             self.tracker = Tracker(self.game, self.board, self, tokens_per_side=start.get("tokens_per_side"),
                                    review=start.get("review"), emit=self._emit)
-            self.events: list[tuple[str, dict]] = []
-            self.calibration: Calibration | None = None
-            self.reference: np.ndarray | None = None
-            self.last_frame = -1
-            self.incomplete: str | None = None
-            self._round_started = False
             for line, e in enumerate(entries, start=1):
                 kind = e["kind"]
                 if kind == "observation":
