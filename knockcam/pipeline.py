@@ -179,6 +179,11 @@ def round_for(positions: Sequence[Position], board: Board, order: tuple[str, ...
     return score_round(ri, board, where="--order/--pot"), tuple(left_out)
 
 
+def _cache_key(calibration: Calibration) -> bytes:
+    """Which calibration this is, for the Scorer's once-per-calibration work: its homography's bytes."""
+    return np.asarray(calibration.homography, np.float64).tobytes()
+
+
 class Scorer:
     """Scores photos with one set of options; the board, saved calibration, empty frame and model load once."""
 
@@ -199,7 +204,7 @@ class Scorer:
         self.reference = load_photo(options.reference, "empty-board frame") if options.reference else None
         self._frame_calibration: Calibration | KnockcamError | None = None  # found once: the frame's, or its refusal
         self._frame_checked: set[bytes] = set()  # the calibrations the empty-board frame was seen empty through
-        self._frame_onto: tuple | None = None  # ((calibration, photo size), FrameOnto): the last calibration's
+        self._frame_onto: tuple | None = None  # ((_cache_key, photo size), FrameOnto): the last calibration's
         self.detect = detector or default_detector
 
     def calibrate(self, image: np.ndarray) -> Calibration:
@@ -240,7 +245,7 @@ class Scorer:
         from knockcam.calibrate.motion import FrameOnto, carried
 
         size = (int(image.shape[1]), int(image.shape[0]))
-        key = (np.asarray(calibration.homography, np.float64).tobytes(), size)
+        key = (_cache_key(calibration), size)
         if self._frame_onto is None or self._frame_onto[0] != key:  # the frame's features: found again only
             self._frame_onto = (key, FrameOnto(self.reference, size, calibration, self.board))  # for a new calibration
         g, shift = self._frame_onto[1](image)
@@ -249,12 +254,12 @@ class Scorer:
         if calibration is self._frame_calibration:
             note = f"carried into the photo's view: the camera moved {shift:.1f} mm at the board corners since the frame"
             calibration = calibration.moved(g, error_source=f"{calibration.error_source or calibration.method}; {note}")
-        return carried(self.reference, g, (image.shape[1], image.shape[0])), calibration
+        return carried(self.reference, g, size), calibration
 
     def _check_frame_is_empty(self, reference: np.ndarray, calibration: Calibration) -> None:
         """KnockcamError when the empty-board frame shows tokens on the board (looked at once per calibration):
         the reference-frame detector would miss every token standing where one stands in the frame."""
-        key = np.asarray(calibration.homography, np.float64).tobytes()
+        key = _cache_key(calibration)
         if key in self._frame_checked:
             return
         from knockcam.assign import assign, places
