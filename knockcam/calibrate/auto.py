@@ -152,7 +152,8 @@ def _cut_by_the_edge(fits: list, gray: np.ndarray, edge_hom: np.ndarray, line_fi
     best = max(fits, key=lambda f: f[0].score)[0]
     placed = best.homography if best.score >= float(cfg["grid_min_score"]) else edge_hom
     to_win = max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"]))
-    if to_win > 1.0 or not near_edge(placed, board, (gray.shape[1], gray.shape[0]), float(cfg["cut_margin_frac"])):
+    if to_win > 1.0 or not near_edge(placed, board, (gray.shape[1], gray.shape[0]), float(cfg["cut_margin_frac"]),
+                                         float(cfg["cut_reach_mm"])):
         return fits, line_fits  # nothing can fit that much better, or the board lies clear of the edge
     past = past_the_edge(gray, placed, board, cfg)
     if not past or max(f.score for f in past) < to_win:

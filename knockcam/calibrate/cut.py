@@ -3,8 +3,9 @@ stretched past that edge.
 
 The outline search sees only the part of the board in view, and the printed grid registered from it can
 settle on the whole board squeezed into that part (its spaces repeat along the board, so many of them
-still land on a printed line). Here the placed board is stretched along and across itself, anchored at
-the side opposite, and also turned end for end; the stretches that put the most printed lines on a line
+still land on a printed line), or on the board moved a row of spaces along itself, one end on the table.
+Here the placed board is stretched along and across itself, anchored at the side opposite, also turned
+end for end, and moved along and across itself; the starts that put the most printed lines on a line
 are registered, and those whose board then runs past the photo's edge are returned. The automatic
 method lets one win only where it fits the printed lines clearly better (knockcam.calibrate.auto).
 """
@@ -18,9 +19,19 @@ from knockcam.calibrate.grid import GridFit, fit_grid, ridge_image, share_on_lin
 from knockcam.calibrate.quality import board_corners_px
 
 
-def near_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int], margin_frac: float) -> bool:
-    """Whether a board corner lies within ``margin_frac`` of the photo's long side of its edge, or past it."""
-    return _inside_by_px(homography, board, image_size) < margin_frac * max(image_size)
+def near_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int], margin_frac: float,
+              reach_mm: float = 0.0) -> bool:
+    """Whether a corner of the board, grown ``reach_mm`` on every side, lies within ``margin_frac`` of the
+    photo's long side of its edge, or past it."""
+    return _inside_by_px(grown(homography, board, reach_mm), board, image_size) < margin_frac * max(image_size)
+
+
+def grown(homography: np.ndarray, board: Board, reach_mm: float) -> np.ndarray:
+    """``homography`` with the board grown ``reach_mm`` past each of its four sides (as far as the photo
+    shows, a registration a row or a column of spaces off could have put the board that much further)."""
+    w, l = board.size_mm
+    p = np.array([[(w + 2 * reach_mm) / w, 0.0, -reach_mm], [0.0, (l + 2 * reach_mm) / l, -reach_mm], [0.0, 0.0, 1.0]])
+    return homography @ p
 
 
 def runs_past_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> bool:
@@ -45,6 +56,13 @@ def stretched(homography: np.ndarray, board: Board, axis: int, from_far: bool, f
     return homography @ p
 
 
+def shifted(homography: np.ndarray, axis: int, shift_mm: float) -> np.ndarray:
+    """``homography`` with the board moved ``shift_mm`` along ``axis`` (0 across, 1 along)."""
+    p = np.eye(3)
+    p[axis, 2] = shift_mm
+    return homography @ p
+
+
 def turned(homography: np.ndarray, board: Board) -> np.ndarray:
     """``homography`` with the board turned end for end (near-left becomes far-right)."""
     w, l = board.size_mm
@@ -53,18 +71,27 @@ def turned(homography: np.ndarray, board: Board) -> np.ndarray:
 
 def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: dict) -> list[GridFit]:
     """Registrations of the printed grid that run past the photo's edge, started from ``homography`` (board
-    mm -> pixels of ``gray``) stretched by the factors ``cfg`` gives (``cut_stretch``: least, most; steps of 1%)."""
+    mm -> pixels of ``gray``) stretched by the factors ``cfg`` gives (``cut_stretch``: least, most; steps of
+    1%), turned end for end and stretched, and moved along and across itself (``cut_shift_mm``: least, most,
+    step)."""
     size = (gray.shape[1], gray.shape[0])
     least, most = (float(v) for v in cfg["cut_stretch"])
     factors = np.exp(np.arange(np.log(least), np.log(most), 0.01))
+    first, last, step = (float(v) for v in cfg["cut_shift_mm"])
+    shifts = np.arange(first, last + step / 2, step)
     ridge = ridge_image(gray.astype(np.float32), 1.0)
+
+    def best(tried: list[np.ndarray]) -> list[np.ndarray]:
+        shares = [share_on_lines(ridge, h, board) for h in tried]
+        return [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+
     starts = []
-    for base in (homography, turned(homography, board)):
-        for axis in (0, 1):
+    for axis in (0, 1):
+        for base in (homography, turned(homography, board)):
             for from_far in (False, True):
-                tried = [stretched(base, board, axis, from_far, f) for f in factors]
-                shares = [share_on_lines(ridge, h, board) for h in tried]
-                starts += [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+                starts += best([stretched(base, board, axis, from_far, f) for f in factors])
+        for sign in (-1.0, 1.0):
+            starts += best([shifted(homography, axis, sign * d) for d in shifts])
     radii = tuple(float(r) for r in cfg["grid_search_radii"])
     fits = [fit_grid(gray, h0, board, radii=radii, bow=False) for h0 in starts]
     return [f for f in fits if np.isfinite(f.rms_px) and runs_past_edge(f.homography, board, size)]
