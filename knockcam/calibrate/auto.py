@@ -10,7 +10,8 @@ board's hump, when its lines show that it does not lie flat) and the reported er
 they depend on which lines were seen; when not, the outline is kept and its reported error is how
 far the grid disagrees. Among registrations that fit nearly as well, the board's edges decide: one
 they put clearly further away is neither chosen nor counted as a rival. A board placed at the photo's
-edge may run past it: registrations stretched past the edge are tried too (knockcam.calibrate.cut).
+edge, or within a row of spaces of it, may run past it: registrations stretched or moved past the edge
+are tried too (knockcam.calibrate.cut).
 When the lens is not known, its radial distortion is read off the same printed lines (straight on
 the board, bent by the lens) and, where it clearly matters, the photo is undistorted and the board
 found again.
@@ -145,15 +146,16 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
 
 
 def _cut_by_the_edge(fits: list, gray: np.ndarray, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict):
-    """(``fits``, ``line_fits``) as they are; or, when the board placed lies at the photo's edge and a
-    registration stretched past that edge (knockcam.calibrate.cut) fits the printed lines clearly better,
-    those registrations added and the board's edges set aside (None): the edges in view are not all the
-    board's, so they neither choose a registration nor rule one out as a rival."""
+    """(``fits``, ``line_fits``) as they are; or, when the board placed, grown a row (auto.cut_reach_mm),
+    reaches the photo's edge and a registration stretched or moved past that edge (knockcam.calibrate.cut)
+    fits the printed lines clearly better, those registrations added and the board's edges set aside (None):
+    the edges in view are not all the board's, so they neither choose a registration nor rule one out as a
+    rival."""
     best = max(fits, key=lambda f: f[0].score)[0]
     placed = best.homography if best.score >= float(cfg["grid_min_score"]) else edge_hom
     to_win = max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"]))
-    if to_win > 1.0 or not near_edge(placed, board, (gray.shape[1], gray.shape[0]), float(cfg["cut_margin_frac"]),
-                                         float(cfg["cut_reach_mm"])):
+    size = (gray.shape[1], gray.shape[0])
+    if to_win > 1.0 or not near_edge(placed, board, size, float(cfg["cut_margin_frac"]), float(cfg["cut_reach_mm"])):
         return fits, line_fits  # nothing can fit that much better, or the board lies clear of the edge
     past = past_the_edge(gray, placed, board, cfg)
     if not past or max(f.score for f in past) < to_win:
