@@ -76,8 +76,8 @@ def test_a_board_cut_by_the_photos_edge_is_placed_past_it(board):
 def test_a_board_cut_by_the_photos_edge_and_placed_a_row_short_is_moved_past_it(board):
     """Tuning render 3900/10 cut 20 px past the board's lowest corner (its far end): the printed grid fitted
     the board moved a row of spaces towards GO!, its near end on the table (74% of its samples on a line,
-    86 mm off, estimated 2.0 mm: kept). The board placed lay 46 px from the photo's edge, outside the
-    2.5% margin; grown a row, it reaches the edge, and moved a row along, 99% of the grid is on a line."""
+    86 mm off, estimated 2.0 mm: kept). Neither the margin grown a row nor the moves alone put it right;
+    together they do, with 99% of the grid on a line."""
     from knockcam.calibrate.auto import calibrate_auto
     from knockcam.calibrate.bench import _synth_photo, cut_photo
     from knockcam.calibrate.quality import corner_errors_mm
