@@ -77,19 +77,32 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     path = Path(path)
     if isinstance(data, str):
         data = data.encode("utf-8")
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     check_writable(path)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_bytes(data)
-        tmp.replace(path)
+        replace_atomically(path, data)
     except OSError as exc:
+        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
+    return path
+
+
+def replace_atomically(path: Path, data: bytes, *, fsync: bool = False) -> None:
+    """Put ``data`` at ``path`` through a temporary file beside it and a rename, flushed to the disk first when
+    ``fsync`` (a game's evidence must survive a power cut). An OSError leaves no temporary file behind."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as f:
+            f.write(data)
+            f.flush()
+            if fsync:
+                os.fsync(f.fileno())
+        tmp.replace(path)
+    except OSError:
         try:
             tmp.unlink(missing_ok=True)
         except OSError:  # the folder itself is not there, or not a folder: there is nothing to remove
             pass
-        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
-    return path
+        raise
 
 
 # First bytes of the image formats OpenCV reads (anything else is "not an image").

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from knockcam.errors import KnockcamError
-from knockcam.files import file_in_the_way, read_text
+from knockcam.files import file_in_the_way, read_text, replace_atomically
 
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
@@ -78,15 +78,11 @@ class GameLog:
         return str((self.evidence_dir / name).relative_to(self.path.parent))
 
     def save_bytes(self, name: str, data: bytes) -> str:
+        """Write an evidence file atomically (flushed to the disk like the log's lines); returns its path
+        relative to the log's folder."""
         try:
             path = self.evidence_dir / name
-            tmp = path.with_name(f".{path.name}.tmp")
-            with open(tmp, "wb") as f:
-                f.write(data)
-                f.flush()
-                if self.fsync:
-                    os.fsync(f.fileno())
-            tmp.replace(path)
+            replace_atomically(path, data, fsync=self.fsync)
         except OSError as exc:
             raise self._stopped(exc) from None
         return str(path.relative_to(self.path.parent))

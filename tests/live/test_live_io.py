@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import errno
 import io
 import json
+import os
 
 import cv2
 import numpy as np
@@ -92,6 +94,22 @@ def test_log_errors(tmp_path):
     broken.write_text('{"kind": "start"}\nnot json\n{"kind": "x"}\n')
     with pytest.raises(KnockcamError, match="line 2"):
         read_log(broken)
+
+
+def test_evidence_that_cannot_reach_the_disk_stops_the_game_and_leaves_no_partial_file(tmp_path, monkeypatch):
+    log = GameLog(tmp_path / "g.jsonl")
+    first = log.save_bytes("frame.jpg", b"first")
+    assert (tmp_path / first).read_bytes() == b"first"
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(KnockcamError, match="No space left") as caught:
+        log.save_bytes("frame.jpg", b"second")
+    assert "--resume" in caught.value.what_to_do
+    assert (tmp_path / first).read_bytes() == b"first"
+    assert sorted(p.name for p in log.evidence_dir.iterdir()) == ["frame.jpg"]
 
 
 def test_show_without_a_display_fails_clearly(board, monkeypatch):
