@@ -189,12 +189,11 @@ class Game:
             if not isinstance(state, dict) or {k: state.get(k) for k in now} != now:
                 raise KnockcamError(f"{where}: state: the saved state does not match replaying its rounds on board "
                                     f"{board.name!r} (replay gives {now})")
-        for i, item in enumerate(spec["pending_events"]):
-            if (not isinstance(item, dict) or item.get("side") not in game.order
-                    or not isinstance(item.get("kind"), str) or item["kind"] not in EVENT_KINDS):
+        for i, event in enumerate(spec["pending_events"]):
+            if event.side not in game.order or event.kind not in EVENT_KINDS:
                 raise KnockcamError(f"{where}: pending_events[{i}]: must be {{side, kind}} with a side in the game "
                                     "and kind jail_fee or reslide_fee")
-            game.pending.append(SlideEvent(item["side"], item["kind"]))
+            game.pending.append(event)
         return game
 
     def _need_side(self, side: str) -> None:

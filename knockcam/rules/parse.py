@@ -56,6 +56,19 @@ def parse_order(value: Any, where: str, fld: str = "order") -> tuple[str, ...]:
     return tuple(value)
 
 
+def parse_events(value: Any, where: str, fld: str) -> tuple[SlideEvent, ...]:
+    """A list of slide events ``{side, kind}`` (shapes only; the round or game checks sides and kinds)."""
+    events = []
+    for i, item in enumerate(_list(value, where, fld, "of {side, kind}")):
+        at = f"{fld}[{i}]"
+        if not isinstance(item, dict) or "side" not in item or "kind" not in item:
+            raise _bad(where, at, "must be a mapping with side and kind (jail_fee or reslide_fee)")
+        if not isinstance(item["kind"], str):
+            raise _bad(where, f"{at}.kind", f"must be jail_fee or reslide_fee, not {item['kind']!r}", "S2")
+        events.append(SlideEvent(side=item["side"], kind=item["kind"]))
+    return tuple(events)
+
+
 def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
     """The per-round fields: tokens, events, railroad_choice, house_choice (shapes only)."""
     tokens = []
@@ -71,14 +84,7 @@ def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
         if space is not None and not isinstance(space, str):
             raise _bad(where, f"{fld}.space", f"must be a space id or null, not {space!r}")
         tokens.append(TokenPlacement(side=item["side"], space=space))
-    events = []
-    for i, item in enumerate(_list(data.get("events"), where, f"{prefix}events", "of {side, kind}")):
-        fld = f"{prefix}events[{i}]"
-        if not isinstance(item, dict) or "side" not in item or "kind" not in item:
-            raise _bad(where, fld, "must be a mapping with side and kind (jail_fee or reslide_fee)")
-        if not isinstance(item["kind"], str):
-            raise _bad(where, f"{fld}.kind", f"must be jail_fee or reslide_fee, not {item['kind']!r}", "S2")
-        events.append(SlideEvent(side=item["side"], kind=item["kind"]))
+    events = parse_events(data.get("events"), where, f"{prefix}events")
     railroad = {}
     for side, picks in _mapping(data.get("railroad_choice"), where, f"{prefix}railroad_choice",
                                 "of side to property ids").items():
@@ -135,4 +141,4 @@ def parse_game(data: Any, where: str = "game") -> dict[str, Any]:
             "cash": dict(_mapping(data.get("cash"), where, "cash", "of side to M")),
             "reslide_off_board": data.get("reslide_off_board", "none"), "rounds": rounds,
             "state": data.get("state"),
-            "pending_events": _list(data.get("pending_events"), where, "pending_events", "of {side, kind}")}
+            "pending_events": parse_events(data.get("pending_events"), where, "pending_events")}

@@ -116,12 +116,13 @@ def test_game_bad_round_names_the_round_and_field(tmp_path, capsys):
     assert main(["game", str(path)]) == 2
     err = capsys.readouterr().err.strip()
     assert "rounds[1]: tokens[0].space: unknown space id 'x'" in err and "\n" not in err
-    for kind in (["jail_fee"], {"fee": 50}, "bribe"):  # a list or a mapping is not a kind either
-        path.write_text(json.dumps({"order": ["red", "blue"], "rounds": [{"tokens": []}],
-                                    "pending_events": [{"side": "red", "kind": kind}]}))
+    pending = [{"side": "red", "kind": ["jail_fee"]}, {"side": "red", "kind": {"fee": 50}},  # a list or a mapping
+               {"side": "red", "kind": "bribe"}, {"side": "green", "kind": "jail_fee"}, {"kind": "jail_fee"}, "red"]
+    for event in pending:
+        path.write_text(json.dumps({"order": ["red", "blue"], "rounds": [{"tokens": []}], "pending_events": [event]}))
         assert main(["game", str(path)]) == 2
         err = capsys.readouterr().err.strip()
-        assert "pending_events[0]: must be {side, kind}" in err and "\n" not in err
+        assert "pending_events[0]" in err and "jail_fee or reslide_fee" in err and "\n" not in err
 
 
 def test_rules_engine_imports_no_vision_stack():
