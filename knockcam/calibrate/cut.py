@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from knockcam.board.layout import Board
-from knockcam.calibrate.grid import GridFit, fit_grid, ridge_image, share_on_lines
+from knockcam.calibrate.grid import GridFit, fit_grid, ridge_image, shares_on_lines
 from knockcam.calibrate.quality import board_corners_px
 
 
@@ -82,7 +82,7 @@ def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: d
     ridge = ridge_image(gray.astype(np.float32), 1.0)
 
     def best(tried: list[np.ndarray]) -> list[np.ndarray]:
-        shares = [share_on_lines(ridge, h, board) for h in tried]
+        shares = shares_on_lines(ridge, tried, board)
         return [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
 
     starts = []

@@ -130,13 +130,20 @@ class _Samples(NamedTuple):
 def _samples(homography: np.ndarray, board: Board) -> _Samples:
     pts_mm, nrm_mm = template(board)
     l_mm = board.size_mm[1]
-    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
-    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
-    h22 = float(hn[2, 2])
+    scale, hn, h22 = _normalised(homography, l_mm)
     pn = np.column_stack([pts_mm / l_mm, np.ones(len(pts_mm))])
     ahead = np.column_stack([(pts_mm + 0.5 * nrm_mm) / l_mm, np.ones(len(pts_mm))])
     s1, s2 = _bow_shape(pts_mm, board)
-    return _Samples(pts_mm, nrm_mm, scale, hn / h22, h22, pn, ahead, s1, s2)
+    return _Samples(pts_mm, nrm_mm, scale, hn, h22, pn, ahead, s1, s2)
+
+
+def _normalised(homography: np.ndarray, l_mm: float) -> tuple[np.ndarray, np.ndarray, float]:
+    """(board mm -> normalised scale, ``homography`` on normalised coordinates with its last term 1, what it
+    was divided by)."""
+    scale = np.diag([1 / l_mm, 1 / l_mm, 1.0])
+    hn = np.asarray(homography, np.float64) @ np.linalg.inv(scale)
+    h22 = float(hn[2, 2])
+    return scale, hn / h22, h22
 
 
 def ridge_image(gray: np.ndarray, sigma: float) -> np.ndarray:
@@ -192,14 +199,27 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     return GridFit(hom_mm, int(good.sum()), int(inside.sum()), rms, sigma_c, bowv)
 
 
-def share_on_lines(ridge: np.ndarray, homography: np.ndarray, board: Board, radius: float = 3.0,
-                   inlier_px: float = 1.0) -> float:
-    """Share of the printed grid's samples in view that lie within ``inlier_px`` of a printed line where
-    ``homography`` puts them, without moving it (``ridge``: the photo as ``fit_grid`` searches it): a quick
-    test of many starting points."""
-    _, _, _, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
-    found, ok, _, inside = _measure(ridge, hn, np.zeros(6), pn, ahead, s1, s2, radius, 3.0, 1.5)
-    return float((ok & (np.abs(found) <= inlier_px)).sum() / max(int(inside.sum()), 1))
+def shares_on_lines(ridge: np.ndarray, homographies: list[np.ndarray], board: Board, radius: float = 3.0,
+                    inlier_px: float = 1.0) -> np.ndarray:
+    """For each of ``homographies``, the share of the printed grid's samples in view that lie within
+    ``inlier_px`` of a printed line where it puts them, without moving it (``ridge``: the photo as
+    ``fit_grid`` searches it): a quick ranking of many starting points. The samples of many are searched
+    in one pass, in chunks under OpenCV's remap limit of 32767 rows (each sample's search is a row of its
+    own: the same answers as one at a time, with less of numpy's overhead per call)."""
+    sm = _samples(np.eye(3), board)
+    zeros = np.zeros(6)
+    per_pass = max(1, 32000 // len(sm.pn))
+    shares = []
+    for first in range(0, len(homographies), per_pass):
+        chunk = homographies[first:first + per_pass]
+        hns = [_normalised(h, board.size_mm[1])[1] for h in chunk]
+        q = np.concatenate([_project(hn, zeros, sm.pn, sm.s1, sm.s2)[0] for hn in hns])
+        q2 = np.concatenate([_project(hn, zeros, sm.ahead, sm.s1, sm.s2)[0] for hn in hns])
+        found, ok, _, inside = _search(ridge, q, q2, radius, 3.0, 1.5)
+        on_line = (ok & (np.abs(found) <= inlier_px)).reshape(len(chunk), -1).sum(axis=1)
+        in_view = inside.reshape(len(chunk), -1).sum(axis=1)
+        shares.extend(on_line / np.maximum(in_view, 1))
+    return np.asarray(shares, np.float64)
 
 
 def _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap):

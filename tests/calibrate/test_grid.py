@@ -10,7 +10,7 @@ import pytest
 
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.grid import (corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm, ridge_image,
-                                     share_on_lines, template)
+                                     shares_on_lines, template)
 from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, homography_from_points
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -153,5 +153,8 @@ def test_share_on_lines_is_high_where_the_grid_lies_and_low_a_few_px_off(board):
     image, truth = _fixture("overhead")
     ridge = ridge_image(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32), 1.0)
     h = truth.homography
-    shifted = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 6.0], [0.0, 0.0, 1.0]]) @ h  # 6 px down the photo
-    assert share_on_lines(ridge, h, board) > 0.6 > share_on_lines(ridge, shifted, board)
+    down = [np.array([[1.0, 0.0, 0.0], [0.0, 1.0, px], [0.0, 0.0, 1.0]]) @ h for px in np.arange(0.0, 8.0, 0.125)]
+    shares = shares_on_lines(ridge, down, board)  # 64 starts: more than one pass of the search
+    assert shares[0] > 0.6 > shares[48]  # 6 px down the photo
+    one_at_a_time = [shares_on_lines(ridge, [h], board)[0] for h in down]
+    assert np.array_equal(shares, one_at_a_time)
