@@ -230,135 +230,26 @@ def _tokens_on_kind(ri: RoundInput, board: Board) -> dict[str, Counter]:
 
 
 def score_round(ri: RoundInput, board: Board, where: str = "round") -> RoundResult:
-    """Score one round exactly per RULES.md; KnockcamError (field, rule id) for bad input or choices."""
+    """Score one round exactly per RULES.md; KnockcamError (field, rule id) for bad input or choices.
+
+    The rulebook's steps in its order: sliding-phase payments (S2, S4), the tokens' positions (S4, E1, S2),
+    Railroads (E2), collect and pay side by side in turn order (E3), Free Parking (E4), the bank's refill (N2)."""
     validate_round(ri, board, where)
     order = tuple(ri.order)
     rank = {side: i for i, side in enumerate(order)}
-    by_id: dict[str, Space] = {space.id: space for space in board.spaces}
-    cash = {side: ri.cash_of(side) for side in order}
-    cash_before = dict(cash)
-    pot = ri.pot
+    cash_before = {side: ri.cash_of(side) for side in order}
+    cash = dict(cash_before)
     ledger: list[LedgerEntry] = []
-    fees = {side: 0 for side in order}
 
-    # S2/S4: sliding-phase payments into the pot, refused when the side cannot pay at that moment.
-    for event in ri.events:
-        rule, fee, what = EVENT_KINDS[event.kind]
-        if cash[event.side] >= fee:
-            cash[event.side] -= fee
-            pot += fee
-            fees[event.side] += fee
-            ledger.append(money(rule, event.side, -fee, fee, f"{rule} {signed(-fee)} {what} into the pot"))
-        else:
-            ledger.append(note(rule, event.side, f"{rule} refused: {event.side} holds M{cash[event.side]}, "
-                               f"a {what} costs M{fee} (S4: only a side that can pay); the token stays out",
-                               kind="refused"))
-
-    # Positions, side by side in turn order. S4: a token on Go to Jail is jailed; E1: Chance scores nothing.
-    ordered = sorted(ri.tokens, key=lambda t: rank[t.side])  # stable: input order within a side
-    positions: list[list[Any]] = []
-    for token in ordered:
-        space = by_id.get(token.space) if token.space is not None else None
-        if space is None:
-            pass  # counted below, one note per side
-        elif space.kind == "go_to_jail":
-            ledger.append(note("S4", token.side, f"S4 a token on {space.name} is jailed and scores nothing",
-                               space.id))
-            space = None
-        elif space.kind == "chance":
-            ledger.append(note("E1", token.side, f"E1 a token still on {space.name} after E1 scores nothing", space.id))
-        positions.append([token.side, space.id if space is not None else None])
-
-    for side in order:
-        out = sum(1 for t in ordered if t.side == side and t.space is None)
-        if out:
-            ledger.append(note("S2", side, f"S2 {out} token{'s' if out > 1 else ''} off the board, in jail or not "
-                               "seen: scores nothing"))
-
-    # E2: Railroad tokens move to unoccupied properties, side by side in turn order.
+    fees = _slide_payments(ri, cash, ledger)
+    pot = ri.pot + sum(fees.values())
+    positions = _positions(ri, board, rank, ledger)
     for side in order:
         _railroad(side, ri, board, positions, rank, cash[side], ledger, where)
-
-    # E3: collect and pay, side by side in turn order.
     owners = choices.owners(board, positions, rank)
-    summaries: dict[str, dict[str, Any]] = {}
-    for side in order:
-        spaces_of_side = [by_id[s] for t, s in positions if t == side and s is not None]
-        has_house = any(s.kind == "house" for s in spaces_of_side)
-        has_lux = any(s.kind == "luxury_tax" for s in spaces_of_side)
-        collected = tuple(p for p in board.properties if owners.get(p.id) == side)
-        given = ri.house_choice.get(side)
-        if given is not None and given not in {p.id for p in collected}:
-            raise _bad(where, f"house_choice.{side}", f"{side} did not collect for {by_id[given].name} in E3a",
-                       "E3c")
-        e3 = choices.collect(board, collected, has_house, has_lux, cash[side], given)
-        # E3a
-        for prop in collected:
-            ledger.append(money("E3a", side, prop.value, 0, f"E3a {signed(prop.value)} {prop.name}", prop.id))
-        counted = Counter(s.id for s in spaces_of_side if s.kind == "property")
-        for prop in board.properties:
-            if counted[prop.id] and owners.get(prop.id) != side:
-                ledger.append(note("E3a", side, f"E3a {prop.name} pays {owners[prop.id]}, higher in turn order",
-                                   prop.id))
-            elif counted[prop.id] > 1:
-                ledger.append(note("E3a", side, f"E3a {counted[prop.id]} {side} tokens on {prop.name}: it pays once",
-                                   prop.id))
-        # E3b
-        for color_set, bonus in e3.bonuses:
-            ledger.append(money("E3b", side, bonus, 0, f"E3b {signed(bonus)} {color_set.replace('_', ' ')} set bonus"))
-        # E3c
-        if e3.house is not None:
-            chosen = e3.house
-            alternatives = tuple((p.id, p.value) for p in collected if p.id != chosen.id)
-            by = "player" if given is not None else "engine"
-            ledger.append(LedgerEntry(
-                rule="E3c", kind="choice", side=side, amount=0, pot=0, space=chosen.id, chose=(chosen.id,), by=by,
-                worth=chosen.value, alternatives=alternatives,
-                reason=(f"E3c {side} {'chose' if by == 'player' else 'engine chose (highest value)'}: House "
-                        f"doubles {chosen.name} (+{chosen.value})"
-                        + (f"; alternatives {', '.join(f'{a} +{v}' for a, v in alternatives)}" if alternatives else ""))))
-            ledger.append(money("E3c", side, chosen.value, 0, f"E3c {signed(chosen.value)} House on {chosen.name}",
-                                chosen.id))
-        elif has_house:
-            ledger.append(note("E3c", side, "E3c House token but no property collected for: the House pays nothing"))
-        # E3d
-        if has_lux and collected:
-            reason = f"E3d {signed(-e3.tax_paid)} Luxury Tax: {len(collected)} propert{'y' if len(collected) == 1 else 'ies'} x M{LUXURY_TAX} into the pot"
-            if e3.tax_paid < e3.tax_due:
-                reason += f" (owes M{e3.tax_due}, holds M{e3.tax_paid}: pays what it holds, never below M0)"
-            ledger.append(money("E3d", side, -e3.tax_paid, e3.tax_paid, reason))
-        elif has_lux:
-            ledger.append(note("E3d", side, "E3d Luxury Tax token but no property collected for: pays nothing"))
-        cash[side] += e3.net
-        pot += e3.tax_paid
-        summaries[side] = {"properties": tuple(p.id for p in collected), "property_cash": e3.property_cash,
-                           "set_bonuses": tuple(c for c, _ in e3.bonuses), "set_bonus": sum(b for _, b in e3.bonuses),
-                           "house_space": e3.house.id if e3.house else None,
-                           "house": e3.house.value if e3.house else 0, "tax": e3.tax_paid}
-
-    # E4: the side(s) with the most tokens on Free Parking take the pot, split in whole money units.
-    free_parking = {side: 0 for side in order}
-    fp_count = Counter(side for side, s in positions if s is not None and by_id[s].kind == "free_parking")
-    most = max(fp_count.values(), default=0)
-    if most >= 1:
-        winners = [side for side in order if fp_count[side] == most]
-        if len(winners) == 1:
-            share = pot
-        else:
-            share = (pot // (len(winners) * ri.money_unit)) * ri.money_unit
-        for side in winners:
-            tie = f"{len(winners)} sides tied, " if len(winners) > 1 else ""
-            ledger.append(money("E4", side, share, -share,
-                                f"E4 {signed(share)} Free Parking ({tie}{most} token{'s' if most > 1 else ''} each)"
-                                if len(winners) > 1 else
-                                f"E4 {signed(share)} Free Parking ({most} token{'s' if most > 1 else ''}, the most)"))
-            free_parking[side] = share
-            cash[side] += share
-            pot -= share
-        if len(winners) > 1 and pot:
-            ledger.append(note("E4", None, f"E4 M{pot} cannot be split evenly in M{ri.money_unit}s: it stays in the pot"))
-    else:
-        ledger.append(note("E4", None, f"E4 no token on Free Parking: the pot (M{pot}) stays"))
+    e3 = {side: _collect_and_pay(side, ri, board, positions, owners, cash, ledger, where) for side in order}
+    pot += sum(paid.tax_paid for _, paid in e3.values())
+    free_parking, pot = _free_parking(ri, board, positions, pot, cash, ledger)
 
     # N2: an empty pot is refilled by the bank. (N1: tokens return; N3: rotate the order.)
     refill = 0
@@ -369,11 +260,13 @@ def score_round(ri: RoundInput, board: Board, where: str = "round") -> RoundResu
 
     per_side = {}
     for side in order:
-        s = summaries[side]
+        collected, paid = e3[side]
         per_side[side] = SideSummary(side=side, cash_before=cash_before[side], fees=fees[side],
-                                     properties=s["properties"], property_cash=s["property_cash"],
-                                     set_bonuses=s["set_bonuses"], set_bonus=s["set_bonus"],
-                                     house_space=s["house_space"], house=s["house"], tax=s["tax"],
+                                     properties=tuple(p.id for p in collected), property_cash=paid.property_cash,
+                                     set_bonuses=tuple(c for c, _ in paid.bonuses),
+                                     set_bonus=sum(b for _, b in paid.bonuses),
+                                     house_space=paid.house.id if paid.house else None,
+                                     house=paid.house.value if paid.house else 0, tax=paid.tax_paid,
                                      free_parking=free_parking[side], delta=cash[side] - cash_before[side],
                                      cash_after=cash[side])
     return RoundResult(
@@ -381,6 +274,132 @@ def score_round(ri: RoundInput, board: Board, where: str = "round") -> RoundResu
         refill=refill, cash_before=cash_before, delta={side: cash[side] - cash_before[side] for side in order},
         cash=dict(cash), free_parking=free_parking, per_side=per_side,
         tokens=tuple(TokenPlacement(side, space) for side, space in positions), ledger=tuple(ledger))
+
+
+def _slide_payments(ri: RoundInput, cash: dict[str, int], ledger: list[LedgerEntry]) -> dict[str, int]:
+    """S2/S4: the sliding phase's payments into the pot (taken from ``cash``), refused when the side cannot
+    pay at that moment; what each side paid."""
+    fees = {side: 0 for side in ri.order}
+    for event in ri.events:
+        rule, fee, what = EVENT_KINDS[event.kind]
+        if cash[event.side] >= fee:
+            cash[event.side] -= fee
+            fees[event.side] += fee
+            ledger.append(money(rule, event.side, -fee, fee, f"{rule} {signed(-fee)} {what} into the pot"))
+        else:
+            ledger.append(note(rule, event.side, f"{rule} refused: {event.side} holds M{cash[event.side]}, "
+                               f"a {what} costs M{fee} (S4: only a side that can pay); the token stays out",
+                               kind="refused"))
+    return fees
+
+
+def _positions(ri: RoundInput, board: Board, rank: dict[str, int], ledger: list[LedgerEntry]) -> list[list[Any]]:
+    """The tokens as [side, space id or None], side by side in turn order (input order within a side). S4: a
+    token on Go to Jail is jailed; E1: Chance scores nothing; S2: a token off the board scores nothing."""
+    ordered = sorted(ri.tokens, key=lambda t: rank[t.side])  # stable: input order within a side
+    positions: list[list[Any]] = []
+    for token in ordered:
+        space = board.space(token.space) if token.space is not None else None
+        if space is None:
+            pass  # counted below, one note per side
+        elif space.kind == "go_to_jail":
+            ledger.append(note("S4", token.side, f"S4 a token on {space.name} is jailed and scores nothing",
+                               space.id))
+            space = None
+        elif space.kind == "chance":
+            ledger.append(note("E1", token.side, f"E1 a token still on {space.name} after E1 scores nothing", space.id))
+        positions.append([token.side, space.id if space is not None else None])
+
+    for side in ri.order:
+        out = sum(1 for t in ordered if t.side == side and t.space is None)
+        if out:
+            ledger.append(note("S2", side, f"S2 {out} token{'s' if out > 1 else ''} off the board, in jail or not "
+                               "seen: scores nothing"))
+    return positions
+
+
+def _collect_and_pay(side: str, ri: RoundInput, board: Board, positions: list[list[Any]], owners: dict[str, str],
+                     cash: dict[str, int], ledger: list[LedgerEntry],
+                     where: str) -> tuple[tuple[Space, ...], choices.E3Outcome]:
+    """E3 for one side: collect for its properties (E3a), set bonuses (E3b), the House (E3c), Luxury Tax
+    (E3d); its ``cash`` changed by the net, the ledger told why. The properties collected for, and the sums."""
+    spaces_of_side = [board.space(s) for t, s in positions if t == side and s is not None]
+    has_house = any(s.kind == "house" for s in spaces_of_side)
+    has_lux = any(s.kind == "luxury_tax" for s in spaces_of_side)
+    collected = tuple(p for p in board.properties if owners.get(p.id) == side)
+    given = ri.house_choice.get(side)
+    if given is not None and given not in {p.id for p in collected}:
+        raise _bad(where, f"house_choice.{side}", f"{side} did not collect for {board.space(given).name} in E3a",
+                   "E3c")
+    e3 = choices.collect(board, collected, has_house, has_lux, cash[side], given)
+    # E3a
+    for prop in collected:
+        ledger.append(money("E3a", side, prop.value, 0, f"E3a {signed(prop.value)} {prop.name}", prop.id))
+    counted = Counter(s.id for s in spaces_of_side if s.kind == "property")
+    for prop in board.properties:
+        if counted[prop.id] and owners.get(prop.id) != side:
+            ledger.append(note("E3a", side, f"E3a {prop.name} pays {owners[prop.id]}, higher in turn order",
+                               prop.id))
+        elif counted[prop.id] > 1:
+            ledger.append(note("E3a", side, f"E3a {counted[prop.id]} {side} tokens on {prop.name}: it pays once",
+                               prop.id))
+    # E3b
+    for color_set, bonus in e3.bonuses:
+        ledger.append(money("E3b", side, bonus, 0, f"E3b {signed(bonus)} {color_set.replace('_', ' ')} set bonus"))
+    # E3c
+    if e3.house is not None:
+        chosen = e3.house
+        alternatives = tuple((p.id, p.value) for p in collected if p.id != chosen.id)
+        by = "player" if given is not None else "engine"
+        ledger.append(LedgerEntry(
+            rule="E3c", kind="choice", side=side, amount=0, pot=0, space=chosen.id, chose=(chosen.id,), by=by,
+            worth=chosen.value, alternatives=alternatives,
+            reason=(f"E3c {side} {'chose' if by == 'player' else 'engine chose (highest value)'}: House "
+                    f"doubles {chosen.name} (+{chosen.value})"
+                    + (f"; alternatives {', '.join(f'{a} +{v}' for a, v in alternatives)}" if alternatives else ""))))
+        ledger.append(money("E3c", side, chosen.value, 0, f"E3c {signed(chosen.value)} House on {chosen.name}",
+                            chosen.id))
+    elif has_house:
+        ledger.append(note("E3c", side, "E3c House token but no property collected for: the House pays nothing"))
+    # E3d
+    if has_lux and collected:
+        reason = f"E3d {signed(-e3.tax_paid)} Luxury Tax: {len(collected)} propert{'y' if len(collected) == 1 else 'ies'} x M{LUXURY_TAX} into the pot"
+        if e3.tax_paid < e3.tax_due:
+            reason += f" (owes M{e3.tax_due}, holds M{e3.tax_paid}: pays what it holds, never below M0)"
+        ledger.append(money("E3d", side, -e3.tax_paid, e3.tax_paid, reason))
+    elif has_lux:
+        ledger.append(note("E3d", side, "E3d Luxury Tax token but no property collected for: pays nothing"))
+    cash[side] += e3.net
+    return collected, e3
+
+
+def _free_parking(ri: RoundInput, board: Board, positions: list[list[Any]], pot: int, cash: dict[str, int],
+                  ledger: list[LedgerEntry]) -> tuple[dict[str, int], int]:
+    """E4: the side(s) with the most tokens on Free Parking take the pot, split in whole money units; what
+    each side took (added to ``cash``) and the pot left."""
+    free_parking = {side: 0 for side in ri.order}
+    fp_count = Counter(side for side, s in positions if s is not None and board.space(s).kind == "free_parking")
+    most = max(fp_count.values(), default=0)
+    if most < 1:
+        ledger.append(note("E4", None, f"E4 no token on Free Parking: the pot (M{pot}) stays"))
+        return free_parking, pot
+    winners = [side for side in ri.order if fp_count[side] == most]
+    if len(winners) == 1:
+        share = pot
+    else:
+        share = (pot // (len(winners) * ri.money_unit)) * ri.money_unit
+    for side in winners:
+        tie = f"{len(winners)} sides tied, " if len(winners) > 1 else ""
+        ledger.append(money("E4", side, share, -share,
+                            f"E4 {signed(share)} Free Parking ({tie}{most} token{'s' if most > 1 else ''} each)"
+                            if len(winners) > 1 else
+                            f"E4 {signed(share)} Free Parking ({most} token{'s' if most > 1 else ''}, the most)"))
+        free_parking[side] = share
+        cash[side] += share
+        pot -= share
+    if len(winners) > 1 and pot:
+        ledger.append(note("E4", None, f"E4 M{pot} cannot be split evenly in M{ri.money_unit}s: it stays in the pot"))
+    return free_parking, pot
 
 
 def _railroad(side: str, ri: RoundInput, board: Board, positions: list[list[Any]], rank: dict[str, int],
