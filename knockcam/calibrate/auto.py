@@ -30,7 +30,7 @@ from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, wor
 from knockcam.calibrate.cut import near_edge, past_the_edge
 from knockcam.calibrate.edges import line_fit_error_mm, refine_sides, side_face_px, up_px
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
-                                     printed_line_width_px)
+                                     printed_line_width_px, ridge_image)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
 from knockcam.calibrate.quality import (board_corners_mm, board_corners_px, corner_errors_mm, corner_uncertainty_mm,
                                         homography_from_points)
@@ -90,7 +90,9 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     starts = [(hom, tuple(float(r) for r in cfg["grid_radii"]))]
     starts += [(homography_from_points(mm, q), tuple(float(r) for r in cfg["grid_search_radii"])) for q in seeds]
     images = (cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), np.ascontiguousarray(colour.max(axis=2)))
-    fits = [(fit_grid(img, h0, board, radii=radii, bow=False), img) for img in images for h0, radii in starts]
+    ridges = [ridge_image(img.astype(np.float32), 1.0) for img in images]  # as fit_grid smooths them, once
+    fits = [(fit_grid(img, h0, board, radii=radii, bow=False, ridge=ridge), img)
+            for img, ridge in zip(images, ridges) for h0, radii in starts]
     fits, line_fits = _cut_by_the_edge(fits, images[0], hom, line_fits, board, cfg)
     fit, gray = max(fits, key=lambda f: f[0].score)
     if line_fits is not None:

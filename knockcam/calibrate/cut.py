@@ -93,5 +93,5 @@ def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: d
         for sign in (-1.0, 1.0):
             starts += best([shifted(homography, axis, sign * d) for d in shifts])
     radii = tuple(float(r) for r in cfg["grid_search_radii"])
-    fits = [fit_grid(gray, h0, board, radii=radii, bow=False) for h0 in starts]
+    fits = [fit_grid(gray, h0, board, radii=radii, bow=False, ridge=ridge) for h0 in starts]
     return [f for f in fits if np.isfinite(f.rms_px) and runs_past_edge(f.homography, board, size)]

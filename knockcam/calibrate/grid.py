@@ -153,12 +153,13 @@ def ridge_image(gray: np.ndarray, sigma: float) -> np.ndarray:
 
 def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0, 4.0, 2.0),
              bow: bool = True, inlier_px: float = 1.0, blur: float = 1.0, iterations: int = 3,
-             min_contrast: float = 3.0, gap: float = 1.5) -> GridFit:
-    """Refine ``homography`` (board mm -> pixels of ``gray``) on the printed grid; see the module doc."""
+             min_contrast: float = 3.0, gap: float = 1.5, ridge: np.ndarray | None = None) -> GridFit:
+    """Refine ``homography`` (board mm -> pixels of ``gray``) on the printed grid; see the module doc.
+    ``ridge``: ``gray`` as ``ridge_image`` smooths it for ``blur``, when the caller registers many starts on it."""
     pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     w_mm, l_mm = board.size_mm
     bowv = np.zeros(6)
-    img = ridge_image(gray.astype(np.float32), blur)
+    img = ridge_image(gray.astype(np.float32), blur) if ridge is None else ridge
 
     def measure(radius):
         return _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap)
@@ -207,14 +208,16 @@ def shares_on_lines(ridge: np.ndarray, homographies: list[np.ndarray], board: Bo
     in one pass, in chunks under OpenCV's remap limit of 32767 rows (each sample's search is a row of its
     own: the same answers as one at a time, with less of numpy's overhead per call)."""
     sm = _samples(np.eye(3), board)
-    zeros = np.zeros(6)
-    per_pass = max(1, 32000 // len(sm.pn))
+    zeros, n = np.zeros(6), len(sm.pn)
+    pn_ahead, s1_twice, s2_twice = np.vstack([sm.pn, sm.ahead]), np.tile(sm.s1, 2), np.tile(sm.s2, 2)
+    per_pass = max(1, 32000 // n)
     shares = []
     for first in range(0, len(homographies), per_pass):
         chunk = homographies[first:first + per_pass]
-        hns = [_normalised(h, board.size_mm[1])[1] for h in chunk]
-        q = np.concatenate([_project(hn, zeros, sm.pn, sm.s1, sm.s2)[0] for hn in hns])
-        q2 = np.concatenate([_project(hn, zeros, sm.ahead, sm.s1, sm.s2)[0] for hn in hns])
+        # each start's samples and the points half a mm across their lines, projected together
+        both = [_project(_normalised(h, board.size_mm[1])[1], zeros, pn_ahead, s1_twice, s2_twice)[0] for h in chunk]
+        q = np.concatenate([b[:n] for b in both])
+        q2 = np.concatenate([b[n:] for b in both])
         found, ok, _, inside = _search(ridge, q, q2, radius, 3.0, 1.5)
         on_line = (ok & (np.abs(found) <= inlier_px)).reshape(len(chunk), -1).sum(axis=1)
         in_view = inside.reshape(len(chunk), -1).sum(axis=1)
@@ -239,15 +242,17 @@ def _search(img, q, q2, radius, min_contrast, gap):
     offs = np.arange(-radius, radius + step / 2, step, dtype=np.float32)
     xs = (q[:, None, 0] + offs[None] * nimg[:, None, 0]).astype(np.float32)
     ys = (q[:, None, 1] + offs[None] * nimg[:, None, 1]).astype(np.float32)
-    inside = (xs.min(1) >= 1) & (xs.max(1) <= w_img - 2) & (ys.min(1) >= 1) & (ys.max(1) <= h_img - 2)
+    ends_x, ends_y = xs[:, [0, -1]], ys[:, [0, -1]]  # a profile is straight: it is furthest out at its ends
+    inside = ((ends_x.min(1) >= 1) & (ends_x.max(1) <= w_img - 2)
+              & (ends_y.min(1) >= 1) & (ends_y.max(1) <= h_img - 2))
     prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
     # a thin dark line: darker than both sides ``gap`` px away (a ridge, not a step), strongest in
     # the window; it is then placed at the peak of the symmetric response (mean of both sides minus
     # the centre): the darker side that the test above keeps would pull it towards a coloured band
     # or a border printed beside the line
     g = int(round(gap / step))
-    padded = np.pad(prof, ((0, 0), (g, g)), mode="edge")
-    before, after = padded[:, :-2 * g], padded[:, 2 * g:]
+    column = np.arange(len(offs))  # each side's value, the profile's end repeated past it
+    before, after = prof[:, np.maximum(column - g, 0)], prof[:, np.minimum(column + g, len(offs) - 1)]
     ridge = np.minimum(before, after) - prof
     k = np.argmax(ridge[:, 1:-1], axis=1) + 1
     rows = np.arange(len(prof))

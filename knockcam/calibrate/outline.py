@@ -220,7 +220,7 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     """
     h, w = small.shape[:2]
     edges = _edges(small)
-    dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
+    on_edge = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3) <= 1.5  # within 1.5 px of an edge pixel
     n, per_direction = int(cfg["max_lines"]), int(cfg["max_lines_per_direction"])
     band = int(cfg["mask_band_px"])
     kernel = np.ones((2 * band + 1, 2 * band + 1), np.uint8)
@@ -240,7 +240,7 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     cx, cy, near = _crossings(lines, (w, h))
     # two pairs of sides (i, j) and (k, m) make one when k and m each cross both i and j near the
     # image, along an edge-supported stretch (checked again exactly below; this only prunes)
-    side_ok = _supported_stretches(near[ii] & near[jj], ii, jj, lines, cx, cy, dist,
+    side_ok = _supported_stretches(near[ii] & near[jj], ii, jj, lines, cx, cy, on_edge,
                                    _MIN_SIDE_SUPPORT - _PRUNING_SLACK)
     pairs_ok = side_ok[:, ii] & side_ok[:, jj]  # [p, q]: both lines of pair q are good sides between pair p's
     pa, pb = np.nonzero(np.triu(pairs_ok & pairs_ok.T, 1))
@@ -273,7 +273,7 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     quads, fit, area = quads[sel], fit[sel], area[area >= float(cfg["min_area_frac"]) * w * h][sel]
     if len(quads) == 0:
         return []
-    support = _side_support(quads, np.roll(quads, -1, axis=1), dist)  # (N, 4)
+    support = _side_support(quads, np.roll(quads, -1, axis=1), on_edge)  # (N, 4)
     # edge support first, then the true shape, then size: the board is the largest such quad
     score = support.mean(axis=1) + 0.5 * support.min(axis=1) - 2.0 * fit + 0.5 * area / (w * h)
     good = support.min(axis=1) >= _MIN_SIDE_SUPPORT
@@ -299,26 +299,28 @@ _MIN_SIDE_SUPPORT = 0.25  # share of a quadrilateral side's samples on an edge p
 _PRUNING_SLACK = 0.125  # the running-sum share fell at most 0.1 below the 40-sample one (300 random edge images)
 
 
-def _side_support(a: np.ndarray, b: np.ndarray, dist: np.ndarray) -> np.ndarray:
-    """Share of 40 samples between points ``a`` and ``b`` (..., 2) that lie on an edge pixel (1.5 px)."""
-    h, w = dist.shape
+def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarray:
+    """Share of 40 samples between points ``a`` and ``b`` (..., 2) that lie on ``on_edge`` (a bool image:
+    within 1.5 px of an edge pixel)."""
+    h, w = on_edge.shape
     t = np.linspace(0.05, 0.95, 40)
-    s = a[..., None, :] + t[:, None] * (b - a)[..., None, :]
-    xi = np.clip(np.round(s[..., 0]).astype(int), 0, w - 1)
-    yi = np.clip(np.round(s[..., 1]).astype(int), 0, h - 1)
-    inside = (s[..., 0] >= 0) & (s[..., 0] < w) & (s[..., 1] >= 0) & (s[..., 1] < h)
-    return ((dist[yi, xi] <= 1.5) & inside).mean(axis=-1)
+    x = a[..., None, 0] + t * (b - a)[..., None, 0]
+    y = a[..., None, 1] + t * (b - a)[..., None, 1]
+    inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
+    xi = np.clip(np.rint(x), 0, w - 1).astype(np.intp)
+    yi = np.clip(np.rint(y), 0, h - 1).astype(np.intp)
+    return (on_edge.ravel()[yi * w + xi] & inside).mean(axis=-1)
 
 
 def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, lines: np.ndarray, cx: np.ndarray,
-                         cy: np.ndarray, dist: np.ndarray, min_support: float, step: float = 0.5) -> np.ndarray:
+                         cy: np.ndarray, on_edge: np.ndarray, min_support: float, step: float = 0.5) -> np.ndarray:
     """[p, k]: line k crosses both lines of pair p near the image and is edge-supported between them.
 
     Each line's edge pixels are counted once along its whole length (a running sum every ``step``
     px), so the share on any stretch is a difference of two sums: this prunes millions of
     quadrilaterals cheaply before the exact test (``_side_support``).
     """
-    h, w = dist.shape
+    h, w = on_edge.shape
     reach = float(np.hypot(w, h)) + 1.0
     u = np.arange(-reach, reach, step)
     rho, th = lines[:, 0], lines[:, 1]
@@ -327,7 +329,7 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
     x = foot[:, None, 0] + u[None] * along[:, None, 0]
     y = foot[:, None, 1] + u[None] * along[:, None, 1]
     inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
-    on = inside & (dist[np.clip(np.round(y).astype(int), 0, h - 1), np.clip(np.round(x).astype(int), 0, w - 1)] <= 1.5)
+    on = inside & on_edge[np.clip(np.round(y).astype(int), 0, h - 1), np.clip(np.round(x).astype(int), 0, w - 1)]
     running = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(on, axis=1)], axis=1)
     p, k = np.nonzero(crosses)
 
@@ -406,8 +408,9 @@ def _gradient(small: np.ndarray) -> np.ndarray:
 _TEMPLATES: dict = {}
 
 
-def _template(board: Board, ppm: float) -> tuple[np.ndarray, np.ndarray]:
-    """The printed grid top-down: a mask of space edges, and a mask of the board inside."""
+def _template(board: Board, ppm: float) -> tuple[tuple[int, int], np.ndarray, np.ndarray]:
+    """The printed grid top-down at ``ppm`` pixels per mm: (its size, width x height; the flat indices of
+    its space-edge pixels; those of the board's pixels clear of every edge by a pixel)."""
     key = (board.source, board.size_mm, len(board.spaces), ppm)
     if key not in _TEMPLATES:
         w_mm, l_mm = board.size_mm
@@ -420,18 +423,19 @@ def _template(board: Board, ppm: float) -> tuple[np.ndarray, np.ndarray]:
         m = int(round(6 * ppm))
         inside[m:-m, m:-m] = 1
         lines &= inside
-        _TEMPLATES[key] = (lines.astype(bool), inside.astype(bool))
+        clear = inside.astype(bool) & ~cv2.dilate(lines, np.ones((3, 3), np.uint8)).astype(bool)
+        _TEMPLATES[key] = (size, np.flatnonzero(lines), np.flatnonzero(clear))
     return _TEMPLATES[key]
 
 
 def _grid_score(grad: np.ndarray, quad: np.ndarray, board: Board, ppm: float = 0.5) -> float:
     """How much more edge there is on the board file's space edges than elsewhere on the board."""
-    lines, inside = _template(board, ppm)
+    size, on_lines, clear = _template(board, ppm)
     w_mm, l_mm = board.size_mm
     src = board_corners_mm(board)
     topdown = np.column_stack([src[:, 0] * ppm, (l_mm - src[:, 1]) * ppm])
     hom = cv2.getPerspectiveTransform(quad.astype(np.float32), topdown.astype(np.float32))
-    warped = cv2.warpPerspective(grad, hom, lines.shape[::-1], flags=cv2.INTER_LINEAR)
-    on = warped[lines].mean()
-    off = warped[inside & ~cv2.dilate(lines.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)].mean()
+    warped = cv2.warpPerspective(grad, hom, size, flags=cv2.INTER_LINEAR).ravel()
+    on = warped[on_lines].mean()
+    off = warped[clear].mean()
     return float(on / (off + 1.0))

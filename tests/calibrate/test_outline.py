@@ -71,7 +71,7 @@ def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
     for _ in range(12):
         a, b = rng.integers(0, [w, h], 2), rng.integers(0, [w, h], 2)
         cv2.line(edges, tuple(int(v) for v in a), tuple(int(v) for v in b), 255, 1)
-    dist = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3)
+    on_edge = cv2.distanceTransform(255 - edges, cv2.DIST_L2, 3) <= 1.5  # as _candidate_quads
     lines = np.column_stack([rng.uniform(-50, 400, 12), rng.uniform(0, np.pi, 12)])
     cx, cy, near = _crossings(lines, (w, h))  # as _candidate_quads
     ii, jj = np.triu_indices(len(lines), 1)
@@ -79,10 +79,10 @@ def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
     for k in range(len(lines)):
         crosses[(ii == k) | (jj == k), k] = False
     for threshold in (0.15, 0.25, 0.4):
-        kept = _supported_stretches(crosses, ii, jj, lines, cx, cy, dist, threshold - _PRUNING_SLACK)
+        kept = _supported_stretches(crosses, ii, jj, lines, cx, cy, on_edge, threshold - _PRUNING_SLACK)
         p, k = np.nonzero(crosses)
         a = np.stack([cx[k, ii[p]], cy[k, ii[p]]], axis=-1)
         b = np.stack([cx[k, jj[p]], cy[k, jj[p]]], axis=-1)
-        exact = _side_support(a, b, dist)
+        exact = _side_support(a, b, on_edge)
         long_enough = np.linalg.norm(b - a, axis=1) > 20
         assert kept[p, k][long_enough & (exact >= threshold)].all()
