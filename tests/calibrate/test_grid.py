@@ -158,3 +158,18 @@ def test_share_on_lines_is_high_where_the_grid_lies_and_low_a_few_px_off(board):
     assert shares[0] > 0.6 > shares[48]  # 6 px down the photo
     one_at_a_time = [shares_on_lines(ridge, [h], board)[0] for h in down]
     assert np.array_equal(shares, one_at_a_time)
+
+
+def test_share_on_lines_counts_only_the_samples_in_view(board):
+    # a photo cut through the board: the samples past its edge neither help nor count against the board
+    image, truth = _fixture("overhead")
+    gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY).astype(np.float32)
+    whole = shares_on_lines(ridge_image(gray, 1.0), [truth.homography], board)[0]
+    left = int(np.median(cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2),
+                                                  truth.homography)[:, 0, 0]))  # through the board's middle
+    cut = ridge_image(np.ascontiguousarray(gray[:, left:]), 1.0)
+    moved = np.array([[1.0, 0.0, -left], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) @ truth.homography
+    assert shares_on_lines(cut, [moved], board)[0] == pytest.approx(whole, abs=0.1)
+    # and a board wholly outside the photo has no sample in view: no share at all
+    away = np.array([[1.0, 0.0, 5000.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) @ truth.homography
+    assert shares_on_lines(cut, [away], board)[0] == 0.0
