@@ -20,7 +20,7 @@ moved to where their base is, the point they are stood back up on (``place_falle
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Union
 
@@ -81,6 +81,10 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
+    learned = load_model(model)
+    if learned is None and reference is None:
+        raise KnockcamError("no token detector available: the learned model is missing (train it with "
+                            "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
     image = lit(image, calibration, board)
     if reference is not None:
         reference = frame_as_read(reference, calibration, board)
@@ -88,14 +92,38 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         raise Unreadable("no colour in the image (black and white, a camera's night mode, or far too dark)",
                          "the tokens' sides cannot be told apart; take it in colour and in good light")
     image = balanced(image, calibration, board)
-    from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_pair_placer,
-                                        load_placer, mark_fallen, place_fallen)
+    seen = _first_looks(image, reference, calibration, board, learned)
+    if reference is None:
+        found = _photo_alone(image, calibration, board, learned, seen)
+    elif learned is None:
+        found = _frame_alone(image, calibration, board, seen)
+    else:
+        found = _photo_and_frame(image, reference, calibration, board, seen)
+    return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=seen.hidden)
 
-    learned = load_model(model)
-    found_ref, hidden, difference = None, (), None
-    found_model = weak = None
-    # The two detectors are independent: the network runs in a thread while the photo is compared
-    # with the empty frame (onnxruntime and OpenCV release the GIL), so the 2 cores share the work.
+
+@dataclass(frozen=True)
+class _FirstLooks:
+    """What the detectors saw before any second look: the model's tokens and weak candidates (None without
+    the model), the reference-frame detector's tokens and its difference image (None without the empty
+    frame), and the parts of the board something else covers."""
+
+    by_model: list[Token] | None
+    weak: list[Token] | None
+    by_frame: list[Token] | None
+    difference: np.ndarray | None
+    hidden: tuple[HiddenArea, ...]
+
+
+def _first_looks(image: np.ndarray, reference: np.ndarray | None, calibration: "Calibration", board: "Board",
+                 learned: "TokenModel | None") -> _FirstLooks:
+    """The learned model and the reference-frame detector, each where available, and the cover network.
+    The two detectors are independent: the network runs in a thread while the photo is compared with the
+    empty frame (onnxruntime and OpenCV release the GIL), so the 2 cores share the work."""
+    from knockcam.detect.cover import hidden_in_photo, load as load_cover
+
+    by_frame = difference = by_model = weak = None
+    hidden: tuple[HiddenArea, ...] = ()
     with ThreadPoolExecutor(max_workers=1) as pool:
         if learned is not None:
             # the model's weak candidates too: they vouch for reference-only blobs, or the verifier looks at them
@@ -105,55 +133,68 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
             from knockcam.detect.reference import look
 
             seen = look(image, reference, calibration, board)
-            found_ref, hidden, difference = list(seen.tokens), seen.hidden, seen.difference
+            by_frame, hidden, difference = list(seen.tokens), tuple(seen.hidden), seen.difference
         # what covers the board, seen in the photo itself: all there is in a photo alone, and with the empty
         # frame it adds the hands and cups its difference left out
-        from knockcam.detect.cover import hidden_in_photo, load as load_cover
-
-        hidden = tuple(hidden) + hidden_in_photo(image, calibration, board, load_cover())
+        hidden = hidden + hidden_in_photo(image, calibration, board, load_cover())
         if learned is not None:
             proposed = candidates.result()
-            found_model = [t for t in proposed if t.confidence >= learned.conf]
+            by_model = [t for t in proposed if t.confidence >= learned.conf]
             # with the empty frame, weak candidates only vouch for reference blobs: none found, none needed
-            weak = [t for t in proposed if t.confidence < learned.conf] if found_ref or reference is None else []
-    if found_model is None and found_ref is None:
-        raise KnockcamError("no token detector available: the learned model is missing (train it with "
-                            "'knockcam train' or set KNOCKCAM_MODEL) and no --reference empty-board frame was given")
-    if found_ref is None:  # the model alone: no second detector can confirm a middling score
-        from knockcam.detect.patch import PhotoPair
-        from knockcam.detect.refine import load_alone, refine_bases
-        from knockcam.detect.verify import alone_look, load_alone as load_verifier_alone
+            weak = [t for t in proposed if t.confidence < learned.conf] if by_frame or reference is None else []
+    return _FirstLooks(by_model, weak, by_frame, difference, hidden)
 
-        photo = PhotoPair(image, None, calibration, board)  # the refiner, verifier and fallen networks share its patches
-        found = alone_look([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
-                            for t in found_model], weak, photo, load_verifier_alone())
-        found = refine_bases(found, photo, load_alone(), "refine_alone")
-        found = mark_fallen(found, image, calibration, board, load_fallen(), photo)
-        found = place_fallen(found, image, calibration, board, load_placer(), photo)
-    elif found_model is None:  # the empty-board frame alone
-        found = mark_fallen(found_ref, image, calibration, board, load_fallen())
-        found = place_fallen(found, image, calibration, board, load_placer())
-    else:
-        from knockcam.detect.combine import combine
-        from knockcam.detect.reference import in_reach
 
-        found = combine(found_model, found_ref, weak, reach=lambda xy: in_reach(xy, board), difference=difference,
-                        base_radius_mm=board.token.base_diameter_mm / 2.0)
-        from knockcam.detect.patch import PhotoPair
-        from knockcam.detect.refine import load as load_refiner, refine_bases
-        from knockcam.detect.verify import load as load_verifier, last_look, second_look, tokens_beside
+def _photo_alone(image: np.ndarray, calibration: "Calibration", board: "Board", learned: "TokenModel",
+                 seen: _FirstLooks) -> list[Token]:
+    """The model alone (a phone photo scored after the game): no second detector can confirm a middling score,
+    so the photo's own verifier, base refiner and fallen networks look again."""
+    from knockcam.detect.fallen import load as load_fallen, load_placer, mark_fallen, place_fallen
+    from knockcam.detect.patch import PhotoPair
+    from knockcam.detect.refine import load_alone, refine_bases
+    from knockcam.detect.verify import alone_look, load_alone as load_verifier_alone
 
-        pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
-        verifier, refiner = load_verifier(), load_refiner()
-        # with the empty frame, the fallen networks that see it too (the photo-only ones when those are absent)
-        lying, placer = load_fallen_pair() or load_fallen(), load_pair_placer() or load_placer()
-        found = mark_fallen(refine_bases(second_look(found, weak, pair, verifier), pair, refiner), image,
-                            calibration, board, lying, pair)
-        # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
-        beside = refine_bases(tokens_beside(found, pair, verifier, difference), pair, refiner)
-        found = last_look(found + mark_fallen(beside, image, calibration, board, lying, pair), pair, verifier, hidden)
-        found = place_fallen(found, image, calibration, board, placer, pair)  # the lying ones: where they stand up
-    return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=hidden)
+    photo = PhotoPair(image, None, calibration, board)  # the refiner, verifier and fallen networks share its patches
+    found = alone_look([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
+                        for t in seen.by_model], seen.weak, photo, load_verifier_alone())
+    found = refine_bases(found, photo, load_alone(), "refine_alone")
+    found = mark_fallen(found, image, calibration, board, load_fallen(), photo)
+    return place_fallen(found, image, calibration, board, load_placer(), photo)
+
+
+def _frame_alone(image: np.ndarray, calibration: "Calibration", board: "Board", seen: _FirstLooks) -> list[Token]:
+    """The empty-board frame alone (no model shipped): its tokens, the lying ones marked and stood up."""
+    from knockcam.detect.fallen import load as load_fallen, load_placer, mark_fallen, place_fallen
+
+    found = mark_fallen(seen.by_frame, image, calibration, board, load_fallen())
+    return place_fallen(found, image, calibration, board, load_placer())
+
+
+def _photo_and_frame(image: np.ndarray, reference: np.ndarray, calibration: "Calibration", board: "Board",
+                     seen: _FirstLooks) -> list[Token]:
+    """Both detectors combined, then looked at again with the empty frame beside the photo: the second look
+    at the tokens one detector alone saw, the bases placed again, lying tokens marked, tokens touching a
+    standing one that no detector reported, a last look, and the lying ones stood up."""
+    from knockcam.detect.combine import combine
+    from knockcam.detect.fallen import (load as load_fallen, load_pair as load_fallen_pair, load_pair_placer,
+                                        load_placer, mark_fallen, place_fallen)
+    from knockcam.detect.patch import PhotoPair
+    from knockcam.detect.reference import in_reach
+    from knockcam.detect.refine import load as load_refiner, refine_bases
+    from knockcam.detect.verify import load as load_verifier, last_look, second_look, tokens_beside
+
+    found = combine(seen.by_model, seen.by_frame, seen.weak, reach=lambda xy: in_reach(xy, board),
+                    difference=seen.difference, base_radius_mm=board.token.base_diameter_mm / 2.0)
+    pair = PhotoPair(image, reference, calibration, board)  # both networks look at the same bases
+    verifier, refiner = load_verifier(), load_refiner()
+    # with the empty frame, the fallen networks that see it too (the photo-only ones when those are absent)
+    lying, placer = load_fallen_pair() or load_fallen(), load_pair_placer() or load_placer()
+    found = mark_fallen(refine_bases(second_look(found, seen.weak, pair, verifier), pair, refiner), image,
+                        calibration, board, lying, pair)
+    # then tokens touching a standing one that no detector reported (looked for once lying ones are known)
+    beside = refine_bases(tokens_beside(found, pair, verifier, seen.difference), pair, refiner)
+    found = last_look(found + mark_fallen(beside, image, calibration, board, lying, pair), pair, verifier, seen.hidden)
+    return place_fallen(found, image, calibration, board, placer, pair)  # the lying ones: where they stand up
 
 
 def tokens_in_empty_frame(reference: np.ndarray, calibration: Calibration, board: Board,
