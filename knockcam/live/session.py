@@ -68,6 +68,36 @@ class BoardSearch:
                 f"{self.refused}): give --calibration from 'knockcam calibrate' on a photo from this camera{accept}")
 
 
+@dataclass
+class _Loop:
+    """The frame loop's state from one frame to the next (``LiveGame.run``)."""
+
+    cfg: dict  # data/live.yaml
+    factory: Callable[..., Detector]  # (calibration, reference) -> a detector
+    frame_checked: bool  # the empty-board frame was looked at for tokens
+    calibration_checked: bool  # the given calibration was checked against a still frame
+    stats: RunStats = field(default_factory=RunStats)
+    gate: MotionGate | None = None  # made once the board is placed
+    detector: Detector | None = None  # made for the current calibration and empty board
+    watch: object | None = None  # the camera-move check on the empty board (knockcam.calibrate.motion.CameraWatch)
+    search: BoardSearch | None = None  # the automatic calibration's tries, when none was given
+    paused_for_camera: bool = False
+    told_clutter: str = ""  # the last "board not clear" told, not to repeat it
+    told_unreadable: str = ""  # the last "cannot read this frame" told
+    provisional: object = None  # the tracker's provisional result after the last observation
+
+    def new_gate(self, game: "LiveGame", frame: Frame) -> None:
+        """A motion gate for the game's (new) calibration, at this frame's size."""
+        self.gate = MotionGate(game.calibration, game.board, (frame.image.shape[1], frame.image.shape[0]))
+
+    def camera_moved(self, game: "LiveGame", frame: Frame) -> None:
+        """After a re-registration: a new gate started on this frame, a new watch, and a new detector to come."""
+        self.new_gate(game, frame)
+        self.gate.update(frame.image, frame.t)
+        self.watch = game._watch(game.reference)
+        self.detector = None
+
+
 def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side: int, reslide_off_board: str,
             review: str, source: dict, calibration: Calibration | None = None,
             reference: np.ndarray | None = None, fsync: bool = True) -> GameLog:
@@ -199,28 +229,24 @@ class LiveGame:
     def run(self, source, *, detector_factory: Callable[..., Detector] | None = None,
             max_frames: int | None = None, crash_after: int | None = None,
             clock: Callable[[], float] = time.perf_counter) -> RunStats:
-        """Go on with the game on these frames until it is over or the frames end."""
+        """Go on with the game on these frames until it is over or the frames end. Each frame goes through the
+        steps below in turn; a step that has the frame wait (no board yet, the board moving, no empty board,
+        the camera moved, the frame unreadable) goes on to the next frame."""
         if self.log is None:
             raise KnockcamError("this game was opened for replay only")
         cfg = settings.load("live")
-        quality = int(cfg["evidence"]["jpeg_quality"])
         factory = detector_factory or (lambda cal, ref: _default_detector(self.board, cal, ref, self.model))
-        stats = RunStats()
-        gate = detector = watch = search = None
-        paused_for_camera = False
         # the empty-board frame is looked at for tokens before the first observation (a game resumed after
         # some has a checked frame, and tokens in play: a clear board is not to be waited for)
-        frame_checked, told_clutter, told_unreadable = self.last_frame >= 0, "", ""
-        calibration_checked = frame_checked or self.calibration is None  # a given one is checked on a still frame
+        frame_checked = self.last_frame >= 0
+        loop = _Loop(cfg=cfg, factory=factory, frame_checked=frame_checked,
+                     calibration_checked=frame_checked or self.calibration is None)  # a given one: on a still frame
+        stats = loop.stats
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
         for item in source:
             if isinstance(item, Trouble):
-                stats.troubles.append(item.kind)
-                self.log.append("camera", trouble=item.kind, message=item.message)
-                self.tell(item.message)
-                if gate is not None:
-                    gate.prev = None  # the first frame back is not "motion"
+                self._camera_trouble(item, loop)
                 continue
             frame: Frame = item
             if max_frames is not None and stats.frames >= max_frames:
@@ -229,116 +255,160 @@ class LiveGame:
             if poll is not None and poll():  # a player typed something: a dispute, review before scoring
                 self.log.append("request", what="review")
                 self.tracker.request_review()
-            if self.calibration is None:
-                search = search or BoardSearch(float(cfg["calibration"]["retry_s"]), float(cfg["calibration"]["give_up_s"]))
-                if not self._look_for_board(frame, search):
-                    if self.display is not None and self.display.show:
-                        self.display.frame(frame.image, None, self.tracker.snapshot(), "looking for the board")
-                    continue
-            if gate is None:
-                gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
+            if not self._board_placed(frame, loop):
+                continue
             g0 = clock()
-            state = gate.update(frame.image, frame.t)
+            state = loop.gate.update(frame.image, frame.t)
             stats.gate_s += clock() - g0
             if self.display is not None and self.display.show:
                 self.display.frame(frame.image, self.calibration, self.tracker.snapshot())
             if not state.settled:
                 continue
             t_still, cpu_still = clock(), time.process_time()
-            fresh_reference = self.reference is None
-            if not frame_checked:  # the empty-board frame, taken now or given, must show no token on the board
-                try:
-                    clutter = self._tokens_on_board(frame.image if fresh_reference else self.reference)
-                except Unreadable as exc:
-                    if not fresh_reference:
-                        raise
-                    told_unreadable = self._unreadable(exc, frame, told_unreadable)  # a webcam warming up
-                    gate.detected()
-                    continue
-                if clutter and not fresh_reference:
-                    raise KnockcamError(f"the empty-board frame is not empty ({clutter}): give one with no token on "
-                                        "the board, or start without --reference with the board clear")
-                if clutter:
-                    if clutter != told_clutter:
-                        self.log.append("camera", trouble="board not clear", message=clutter, frame=frame.index)
-                        self.tell(f"the board is not clear ({clutter}): clear it, the first still frame is taken "
-                                  "as the empty board")
-                        told_clutter = clutter
-                    gate.detected()
-                    continue
-                frame_checked = True
-            if not calibration_checked:  # on a frame that can be read
-                self._check_given_calibration(frame.image)
-                calibration_checked = True
-            if self.reference is None:
-                self.reference = frame.image.copy()
-                log_reference(self.log, self.reference, "first still frame: the empty board")
-                self.tell("Empty-board reference frame taken")
-            if watch is None and cfg["camera"]["moved_check"]:
-                watch = self._watch(self.reference)
-            if watch is not None and gate.rim_change(frame.image, self.reference, self.calibration, self.board) \
-                    > float(cfg["camera"]["moved_trigger"]):
-                moved = watch.check(frame.image)
-                if moved.moved and not np.isfinite(moved.shift_mm):
-                    if not paused_for_camera:
-                        self.log.append("camera", trouble="moved", message=moved.note)
-                        self.tell(f"camera moved: {moved.note}; game paused until the board is found again")
-                    paused_for_camera = True
-                    gate.detected()
-                    continue
-                if moved.moved:
-                    self._moved(moved, frame)
-                    gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
-                    gate.update(frame.image, frame.t)
-                    watch = self._watch(self.reference)
-                    detector = None
-                paused_for_camera = False
-            if detector is None:
-                detector = factory(self.calibration, self.reference)
-            d0 = clock()
-            try:
-                still = detector(frame)
-            except Unreadable as exc:  # the light went out, or the camera switched to its night mode
-                told_unreadable = self._unreadable(exc, frame, told_unreadable)
-                gate.detected()
+            fresh_reference = self.reference is None  # the empty board is taken from this game's frames
+            if not self._empty_board_ready(frame, loop, fresh_reference) or not self._camera_in_place(frame, loop):
                 continue
-            told_unreadable = ""
-            if self._implausible(still.seen) and self._bumped(frame, float(cfg["camera"]["bump_px"])):
-                watch = self._watch(self.reference)  # a bump: re-registered, detect again
-                detector = factory(self.calibration, self.reference)
-                gate = MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
-                gate.update(frame.image, frame.t)
-                still = detector(frame)
-            seen = still.seen
+            d0 = clock()
+            still = self._still(frame, loop)
+            if still is None:
+                continue
             stats.detect_s.append(clock() - d0)
-            evidence = self.log.frame_name(f"frame-{frame.index:06d}.jpg")
-            obs = Observation(seen=seen, frame=frame.index, t=frame.t, launched=state.launched, evidence=evidence,
-                              covered=still.covered)
-            self.log.append("observation", **obs.to_dict())
-            stats.observations += 1
-            if crash_after is not None and stats.observations >= crash_after:
-                os._exit(137)  # a simulated kill: nothing after the fsynced log line survives
-            self._round_started = False
-            self.tracker.observe(obs)
-            gate.detected()
-            provisional = self.tracker.provisional()
+            self._observe(frame, still, state.launched, loop, crash_after)
             stats.latencies.append(clock() - t_still)
             stats.latencies_cpu.append(time.process_time() - cpu_still)
-            self.log.save_frame(f"frame-{frame.index:06d}.jpg", frame.image, quality)  # the evidence, after the score
-            self.last_frame = frame.index
-            if self._round_started and not seen and not fresh_reference:
-                self.reference = frame.image.copy()  # the board is clear: refresh the reference (light drifts)
-                log_reference(self.log, self.reference, f"round {self.tracker.round} start: the empty board")
-                watch = None
-                detector = None
-            if self.display is not None:
-                self.display.status(self.tracker.snapshot(), provisional)
+            self._after_observation(frame, still, loop, fresh_reference)
             if self.tracker.phase == "over":
                 break
         stats.wall_s = clock() - start
-        if self.calibration is None and search is not None:
-            raise KnockcamError(search.gave_up(f"{search.tries} tries before the frames ended"))
+        if self.calibration is None and loop.search is not None:
+            raise KnockcamError(loop.search.gave_up(f"{loop.search.tries} tries before the frames ended"))
         return stats
+
+    def _camera_trouble(self, trouble: Trouble, loop: "_Loop") -> None:
+        """The camera gave no frame (a read failed, the stream stalled): logged and told."""
+        loop.stats.troubles.append(trouble.kind)
+        self.log.append("camera", trouble=trouble.kind, message=trouble.message)
+        self.tell(trouble.message)
+        if loop.gate is not None:
+            loop.gate.prev = None  # the first frame back is not "motion"
+
+    def _board_placed(self, frame: Frame, loop: "_Loop") -> bool:
+        """Whether the board's calibration is known (given, or found now in this frame), with a motion gate
+        made for it."""
+        if self.calibration is None:
+            calibration = loop.cfg["calibration"]
+            loop.search = loop.search or BoardSearch(float(calibration["retry_s"]), float(calibration["give_up_s"]))
+            if not self._look_for_board(frame, loop.search):
+                if self.display is not None and self.display.show:
+                    self.display.frame(frame.image, None, self.tracker.snapshot(), "looking for the board")
+                return False
+        if loop.gate is None:
+            loop.new_gate(self, frame)
+        return True
+
+    def _empty_board_ready(self, frame: Frame, loop: "_Loop", fresh_reference: bool) -> bool:
+        """Whether the empty-board frame is checked (no token on the board: taken from this still frame, or
+        given) and the given calibration fits the camera; the still frame becomes the empty board when none
+        was given. False while the board is not clear or the frame cannot be read."""
+        if not loop.frame_checked:  # the empty-board frame, taken now or given, must show no token on the board
+            try:
+                clutter = self._tokens_on_board(frame.image if fresh_reference else self.reference)
+            except Unreadable as exc:
+                if not fresh_reference:
+                    raise
+                loop.told_unreadable = self._unreadable(exc, frame, loop.told_unreadable)  # a webcam warming up
+                loop.gate.detected()
+                return False
+            if clutter and not fresh_reference:
+                raise KnockcamError(f"the empty-board frame is not empty ({clutter}): give one with no token on "
+                                    "the board, or start without --reference with the board clear")
+            if clutter:
+                if clutter != loop.told_clutter:
+                    self.log.append("camera", trouble="board not clear", message=clutter, frame=frame.index)
+                    self.tell(f"the board is not clear ({clutter}): clear it, the first still frame is taken "
+                              "as the empty board")
+                    loop.told_clutter = clutter
+                loop.gate.detected()
+                return False
+            loop.frame_checked = True
+        if not loop.calibration_checked:  # on a frame that can be read
+            self._check_given_calibration(frame.image)
+            loop.calibration_checked = True
+        if self.reference is None:
+            self.reference = frame.image.copy()
+            log_reference(self.log, self.reference, "first still frame: the empty board")
+            self.tell("Empty-board reference frame taken")
+        return True
+
+    def _camera_in_place(self, frame: Frame, loop: "_Loop") -> bool:
+        """Whether the camera sees the board where the calibration says (``camera.moved_check``): where the
+        board's rim changed, the frame is registered on the empty board; a camera moved is re-registered, and
+        one moved beyond finding pauses the game (False) until the board is found again."""
+        camera = loop.cfg["camera"]
+        if loop.watch is None and camera["moved_check"]:
+            loop.watch = self._watch(self.reference)
+        if loop.watch is None or not (loop.gate.rim_change(frame.image, self.reference, self.calibration, self.board)
+                                      > float(camera["moved_trigger"])):
+            return True  # no check, or the board's rim as on the empty board
+        moved = loop.watch.check(frame.image)
+        if moved.moved and not np.isfinite(moved.shift_mm):
+            if not loop.paused_for_camera:
+                self.log.append("camera", trouble="moved", message=moved.note)
+                self.tell(f"camera moved: {moved.note}; game paused until the board is found again")
+            loop.paused_for_camera = True
+            loop.gate.detected()
+            return False
+        if moved.moved:
+            self._moved(moved, frame)
+            loop.camera_moved(self, frame)
+        loop.paused_for_camera = False
+        return True
+
+    def _still(self, frame: Frame, loop: "_Loop") -> Still | None:
+        """The tokens at rest in this still frame, or None when it cannot be read (the light went out, the
+        camera switched to its night mode: told once, the game waits). Implausibly many tokens after a bump of
+        the camera: re-registered and detected again."""
+        if loop.detector is None:
+            loop.detector = loop.factory(self.calibration, self.reference)
+        try:
+            still = loop.detector(frame)
+        except Unreadable as exc:
+            loop.told_unreadable = self._unreadable(exc, frame, loop.told_unreadable)
+            loop.gate.detected()
+            return None
+        loop.told_unreadable = ""
+        if self._implausible(still.seen) and self._bumped(frame, float(loop.cfg["camera"]["bump_px"])):
+            loop.camera_moved(self, frame)  # a bump: re-registered, detect again
+            loop.detector = loop.factory(self.calibration, self.reference)
+            still = loop.detector(frame)
+        return still
+
+    def _observe(self, frame: Frame, still: Still, launched: bool, loop: "_Loop", crash_after: int | None) -> None:
+        """The still frame's tokens logged (fsynced) before the game acts on them, then given to the tracker."""
+        evidence = self.log.frame_name(f"frame-{frame.index:06d}.jpg")
+        obs = Observation(seen=still.seen, frame=frame.index, t=frame.t, launched=launched, evidence=evidence,
+                          covered=still.covered)
+        self.log.append("observation", **obs.to_dict())
+        loop.stats.observations += 1
+        if crash_after is not None and loop.stats.observations >= crash_after:
+            os._exit(137)  # a simulated kill: nothing after the fsynced log line survives
+        self._round_started = False
+        self.tracker.observe(obs)
+        loop.gate.detected()
+        loop.provisional = self.tracker.provisional()
+
+    def _after_observation(self, frame: Frame, still: Still, loop: "_Loop", fresh_reference: bool) -> None:
+        """The frame saved as evidence (after the score), the empty board refreshed when a round starts on a
+        clear board, and the display updated."""
+        self.log.save_frame(f"frame-{frame.index:06d}.jpg", frame.image, int(loop.cfg["evidence"]["jpeg_quality"]))
+        self.last_frame = frame.index
+        if self._round_started and not still.seen and not fresh_reference:
+            self.reference = frame.image.copy()  # the board is clear: refresh the reference (light drifts)
+            log_reference(self.log, self.reference, f"round {self.tracker.round} start: the empty board")
+            loop.watch = None
+            loop.detector = None
+        if self.display is not None:
+            self.display.status(self.tracker.snapshot(), loop.provisional)
 
     def _tokens_on_board(self, image: np.ndarray) -> str:
         """Where the learned model sees tokens on the board in ``image`` ("" where none, or with no model):
