@@ -11,7 +11,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 
@@ -27,6 +27,10 @@ from knockcam.live.motion import MotionGate
 from knockcam.live.prompts import NeedAnswer, ReplayPrompter
 from knockcam.live.tracker import Observation, Still, Tracker
 from knockcam.rules import Game
+
+if TYPE_CHECKING:
+    from knockcam.calibrate.motion import CameraWatch
+    from knockcam.rules import RoundResult
 
 Detector = Callable[[Frame], Still]  # one still frame -> the tokens at rest and what covers the board
 
@@ -79,12 +83,12 @@ class _Loop:
     stats: RunStats = field(default_factory=RunStats)
     gate: MotionGate | None = None  # made once the board is placed
     detector: Detector | None = None  # made for the current calibration and empty board
-    watch: object | None = None  # the camera-move check on the empty board (knockcam.calibrate.motion.CameraWatch)
+    watch: CameraWatch | None = None  # the camera-move check on the empty board
     search: BoardSearch | None = None  # the automatic calibration's tries, when none was given
     paused_for_camera: bool = False
     told_clutter: str = ""  # the last "board not clear" told, not to repeat it
     told_unreadable: str = ""  # the last "cannot read this frame" told
-    provisional: object = None  # the tracker's provisional result after the last observation
+    provisional: RoundResult | None = None  # the tracker's provisional result after the last observation
 
     def new_gate(self, game: "LiveGame", frame: Frame) -> None:
         """A motion gate for the game's (new) calibration, at this frame's size."""
