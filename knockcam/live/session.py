@@ -90,17 +90,6 @@ class _Loop:
     told_unreadable: str = ""  # the last "cannot read this frame" told
     provisional: RoundResult | None = None  # the tracker's provisional result after the last observation
 
-    def new_gate(self, game: "LiveGame", frame: Frame) -> None:
-        """A motion gate for the game's (new) calibration, at this frame's size."""
-        self.gate = MotionGate(game.calibration, game.board, (frame.image.shape[1], frame.image.shape[0]))
-
-    def camera_moved(self, game: "LiveGame", frame: Frame) -> None:
-        """After a re-registration: a new gate started on this frame, a new watch, and a new detector to come."""
-        self.new_gate(game, frame)
-        self.gate.update(frame.image, frame.t)
-        self.watch = game._watch(game.reference)
-        self.detector = None
-
 
 def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side: int, reslide_off_board: str,
             review: str, source: dict, calibration: Calibration | None = None,
@@ -307,8 +296,20 @@ class LiveGame:
                     self.display.frame(frame.image, None, self.tracker.snapshot(), "looking for the board")
                 return False
         if loop.gate is None:
-            loop.new_gate(self, frame)
+            loop.gate = self._motion_gate(frame)
         return True
+
+    def _motion_gate(self, frame: Frame) -> MotionGate:
+        """A motion gate for the board as calibrated now, at this frame's size."""
+        return MotionGate(self.calibration, self.board, (frame.image.shape[1], frame.image.shape[0]))
+
+    def _start_again_here(self, loop: "_Loop", frame: Frame) -> None:
+        """After a re-registration (the camera moved or was bumped): a new gate started on this frame, a new
+        camera-move check, and a new detector to come, all for the new calibration and empty board."""
+        loop.gate = self._motion_gate(frame)
+        loop.gate.update(frame.image, frame.t)
+        loop.watch = self._watch(self.reference)
+        loop.detector = None
 
     def _empty_board_ready(self, frame: Frame, loop: "_Loop", fresh_reference: bool) -> bool:
         """Whether the empty-board frame is checked (no token on the board: taken from this still frame, or
@@ -364,7 +365,7 @@ class LiveGame:
             return False
         if moved.moved:
             self._moved(moved, frame)
-            loop.camera_moved(self, frame)
+            self._start_again_here(loop, frame)
         loop.paused_for_camera = False
         return True
 
@@ -382,7 +383,7 @@ class LiveGame:
             return None
         loop.told_unreadable = ""
         if self._implausible(still.seen) and self._bumped(frame, float(loop.cfg["camera"]["bump_px"])):
-            loop.camera_moved(self, frame)  # a bump: re-registered, detect again
+            self._start_again_here(loop, frame)  # a bump: re-registered, detect again
             loop.detector = loop.factory(self.calibration, self.reference)
             still = loop.detector(frame)
         return still
