@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -442,6 +443,20 @@ def committed_speed(text: str) -> dict[str, float]:
     return {m.group(1).strip(): float(m.group(2)) for m in re.finditer(r"([a-z +]+) (\d+(?:\.\d+)?) ms", timed)}
 
 
+def machine() -> str:
+    """What a results file's times, and the last digits of its figures, depend on: the machine and the versions
+    of Python and the numerical libraries ("x86_64, 2 CPUs, Python 3.11.7, numpy 2.4.6, OpenCV 5.0.0,
+    onnxruntime 1.32.0")."""
+    from importlib import metadata
+
+    try:
+        onnx = metadata.version("onnxruntime")
+    except metadata.PackageNotFoundError:
+        onnx = "not installed"
+    return (f"{platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}, numpy {np.__version__}, "
+            f"OpenCV {cv2.__version__}, onnxruntime {onnx}")
+
+
 def load_average(note_busy: bool = False) -> str:
     """The machine's 1, 5 and 15 minute load averages as "a / b / c", for a results file; with
     ``note_busy``, a warning when the last minute's is over the CPU count (times are inflated)."""
@@ -475,8 +490,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         "Reference frames: the same synthetic camera with no tokens or occluders, under slightly different light "
         "(knockcam.synth make_photo reference=True).",
         f"Learned model: {model_note}.",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPUs visible; load average at the end "
-        f"{load_average()}.",
+        f"Machine: {machine()}; load average at the end {load_average()}.",
         "",
         f"A detection is a token's when it lies within {MATCH_MM:g} mm of its true base centre (of any point of its "
         "body, from base to top, for a fallen token; nearest pairs first). "

@@ -337,3 +337,14 @@ def test_bench_speed_compares_this_machine_with_the_results_file(tmp_path, capsy
     printed = capsys.readouterr().out
     assert "150 ms here, 100 ms where" in printed and "(1.50 x)" in printed
     assert out.read_text().count("Speed check") == 1  # the results file is only read
+
+
+def test_results_files_name_the_library_versions_their_figures_depend_on():
+    import cv2
+    import numpy as np
+
+    from knockcam.bench import machine
+
+    line = machine()
+    assert f"numpy {np.__version__}" in line and f"OpenCV {cv2.__version__}" in line
+    assert "onnxruntime " in line and "Python 3." in line

@@ -6,15 +6,12 @@ true corner is, compared with where it really is (board millimetres).
 
 from __future__ import annotations
 
-import os
-import platform
-import sys
 import time
 from pathlib import Path
 
 import numpy as np
 
-from knockcam.bench import load_average
+from knockcam.bench import load_average, machine
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm
@@ -176,7 +173,7 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "# Calibration benchmark",
         "",
         f"Made by: `knockcam calibrate bench --scenes {n} --held-out {held_out}` ({seconds:.0f} s on "
-        f"{platform.machine()}, {os.cpu_count()} CPUs, Python {sys.version.split()[0]}; load average at the end "
+        f"{machine()}; load average at the end "
         f"{load_average(note_busy=True)}). Synthetic data only; no real photos yet.",
         "",
         "Error = distance in board mm between each true board corner and where the calibration puts it "

@@ -7,17 +7,14 @@ detectors), tracker, engine, game log with fsync and evidence frames -- exactly 
 
 from __future__ import annotations
 
-import os
-import platform
 import shlex
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from knockcam.bench import load_average
+from knockcam.bench import load_average, machine
 from knockcam.board.layout import load_board
 from knockcam.files import write_atomic
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, demo_video
@@ -105,8 +102,7 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
         "below). Detector: reference-frame detector"
         + (" + learned model" if live.model and _model_exists() else " only (no trained model present)") + ".",
         "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}, "
-        f"load average at the end {load_average()} (shared with other jobs).",
+        f"Machine: {machine()}; load average at the end {load_average()} (shared with other jobs).",
         "",
         "| measure | value |",
         "|---|---|",

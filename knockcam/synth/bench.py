@@ -7,9 +7,6 @@ Each mode renders into a temporary folder through ``knockcam.synth.batch.generat
 from __future__ import annotations
 
 import json
-import os
-import platform
-import sys
 import tempfile
 from pathlib import Path
 
@@ -35,7 +32,7 @@ def run_bench(board: Board, count: int = 300, videos: int = 4, seed: int = 777, 
 
 def report(rows: list[dict], command: str, workers: int, size: tuple[int, int]) -> str:
     """The results as markdown, with the machine and the command that reproduces them."""
-    from knockcam.bench import load_average
+    from knockcam.bench import load_average, machine
 
     what = {"stills": "photo + empty-board reference JPEG + truth JSON",
             "yolo": "canonical-view training image + label file (no reference frame)",
@@ -43,8 +40,7 @@ def report(rows: list[dict], command: str, workers: int, size: tuple[int, int]) 
     lines = [
         "# Renderer benchmark (knockcam synth)", "",
         f"Command: `{command}`", "",
-        f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, Python {sys.version.split()[0]}, "
-        f"{workers} worker processes, photos {size[0]}x{size[1]}; load average at the end "
+        f"Machine: {machine()}, {workers} worker processes, photos {size[0]}x{size[1]}; load average at the end "
         f"{load_average()}. Times include process start-up, the table-texture "
         "bank each process fills on first use, and writing every file.", "",
         "| mode | what one item is | items | images | seconds | images per second |",

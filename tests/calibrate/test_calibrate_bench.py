@@ -17,14 +17,14 @@ def test_report_has_corner_and_board_errors_and_what_the_limit_keeps():
 
 
 def test_report_warns_of_inflated_seconds_only_when_other_work_shared_the_cores(monkeypatch):
-    from knockcam.calibrate import bench
+    import os
 
     results = {"auto (test)": {"errors": [np.zeros(4)], "board": [np.zeros(2)], "reported": [1.0], "failed": 0,
                                "seconds": [1.0]}}
-    monkeypatch.setattr(bench.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (3.5, 3.0, 2.5))
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 3.0, 2.5))
     assert "other work shared the cores" in report(results, 0, 1.0)
-    monkeypatch.setattr(bench.os, "getloadavg", lambda: (1.4, 1.5, 1.6))
+    monkeypatch.setattr(os, "getloadavg", lambda: (1.4, 1.5, 1.6))
     assert "other work shared the cores" not in report(results, 0, 1.0)
 
 
