@@ -362,7 +362,11 @@ def _board_mask(small: np.ndarray) -> np.ndarray:
     _, labels, centres = cv2.kmeans(sample, k, None, crit, 2, cv2.KMEANS_PP_CENTERS)
     spread = np.array([np.sqrt(np.mean(np.sum((sample[labels.ravel() == i] - centres[i]) ** 2, axis=1)) + 1e-6)
                        if np.any(labels.ravel() == i) else 1e6 for i in range(k)])
-    dist = np.min(np.linalg.norm(lab[:, :, None, :] - centres[None, None], axis=3) / (spread + 4.0), axis=2)
+    dist = None  # each pixel's Lab distance to the nearest table colour, in that colour's spreads
+    for centre, scale in zip(centres, spread + 4.0):
+        apart = lab - centre
+        apart = np.sqrt(np.add.reduce(apart * apart, axis=2)) / scale
+        dist = apart if dist is None else np.minimum(dist, apart)
     img8 = np.clip(dist * 40, 0, 255).astype(np.uint8)
     _, mask = cv2.threshold(img8, 0, 255, cv2.THRESH_BINARY + cv2.THRESH_OTSU)
     size = max(3, int(0.012 * min(h, w)) | 1)
