@@ -93,7 +93,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     ridges = [ridge_image(img.astype(np.float32), 1.0) for img in images]  # as fit_grid smooths them, once
     fits = [(fit_grid(img, h0, board, radii=radii, bow=False, ridge=ridge), img)
             for img, ridge in zip(images, ridges) for h0, radii in starts]
-    fits, line_fits = _cut_by_the_edge(fits, images[0], hom, line_fits, board, cfg)
+    fits, line_fits = _cut_by_the_edge(fits, images[0], ridges[0], hom, line_fits, board, cfg)
     fit, gray = max(fits, key=lambda f: f[0].score)
     if line_fits is not None:
         # a registration that fits about as well and that the board's own edges agree with is preferred
@@ -147,19 +147,20 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
                    edge_corners_px=edge_corners, bow_mm=bow)
 
 
-def _cut_by_the_edge(fits: list, gray: np.ndarray, edge_hom: np.ndarray, line_fits, board: Board, cfg: dict):
+def _cut_by_the_edge(fits: list, gray: np.ndarray, ridge: np.ndarray, edge_hom: np.ndarray, line_fits, board: Board,
+                     cfg: dict):
     """(``fits``, ``line_fits``) as they are; or, when the board placed, grown a row (auto.cut_reach_mm),
     reaches the photo's edge and a registration stretched or moved past that edge (knockcam.calibrate.cut)
     fits the printed lines clearly better, those registrations added and the board's edges set aside (None):
     the edges in view are not all the board's, so they neither choose a registration nor rule one out as a
-    rival."""
+    rival. ``ridge``: ``gray`` as the grid registration smooths it."""
     best = max(fits, key=lambda f: f[0].score)[0]
     placed = best.homography if best.score >= float(cfg["grid_min_score"]) else edge_hom
     to_win = max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"]))
     size = (gray.shape[1], gray.shape[0])
     if to_win > 1.0 or not near_edge(placed, board, size, float(cfg["cut_margin_frac"]), float(cfg["cut_reach_mm"])):
         return fits, line_fits  # nothing can fit that much better, or the board lies clear of the edge
-    past = past_the_edge(gray, placed, board, cfg)
+    past = past_the_edge(gray, placed, board, cfg, ridge)
     if not past or max(f.score for f in past) < to_win:
         return fits, line_fits
     return fits + [(f, gray) for f in past], None

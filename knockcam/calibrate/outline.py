@@ -304,8 +304,9 @@ def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarr
     within 1.5 px of an edge pixel)."""
     h, w = on_edge.shape
     t = np.linspace(0.05, 0.95, 40)
-    x = a[..., None, 0] + t * (b - a)[..., None, 0]
-    y = a[..., None, 1] + t * (b - a)[..., None, 1]
+    d = b - a
+    x = a[..., None, 0] + t * d[..., None, 0]
+    y = a[..., None, 1] + t * d[..., None, 1]
     inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
     xi = np.clip(np.rint(x), 0, w - 1).astype(np.intp)
     yi = np.clip(np.rint(y), 0, h - 1).astype(np.intp)
