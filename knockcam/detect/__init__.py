@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from knockcam.board.layout import Board
     from knockcam.calibrate.calibration import Calibration
     from knockcam.detect.model import TokenModel
+    from knockcam.detect.reference import Difference
 
 AUTO = "auto"  # use the shipped model when its weights exist, else go on without it
 
@@ -111,7 +112,7 @@ class _FirstLooks:
     by_model: list[Token] | None
     weak: list[Token] | None
     by_frame: list[Token] | None
-    difference: np.ndarray | None
+    difference: "Difference | None"
     hidden: tuple[HiddenArea, ...]
 
 

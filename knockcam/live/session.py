@@ -77,6 +77,7 @@ class _Loop:
     """The frame loop's state from one frame to the next (``LiveGame.run``)."""
 
     cfg: dict  # data/live.yaml
+    jpeg_quality: int  # of the evidence frames (live.yaml evidence.jpeg_quality)
     factory: Callable[..., Detector]  # (calibration, reference) -> a detector
     frame_checked: bool  # the empty-board frame was looked at for tokens
     calibration_checked: bool  # the given calibration was checked against a still frame
@@ -232,7 +233,8 @@ class LiveGame:
         # the empty-board frame is looked at for tokens before the first observation (a game resumed after
         # some has a checked frame, and tokens in play: a clear board is not to be waited for)
         frame_checked = self.last_frame >= 0
-        loop = _Loop(cfg=cfg, factory=factory, frame_checked=frame_checked,
+        loop = _Loop(cfg=cfg, jpeg_quality=int(cfg["evidence"]["jpeg_quality"]), factory=factory,
+                     frame_checked=frame_checked,
                      calibration_checked=frame_checked or self.calibration is None)  # a given one: on a still frame
         stats = loop.stats
         poll = getattr(self.live_prompter, "poll", None)
@@ -405,7 +407,7 @@ class LiveGame:
     def _after_observation(self, frame: Frame, still: Still, loop: "_Loop", fresh_reference: bool) -> None:
         """The frame saved as evidence (after the score), the empty board refreshed when a round starts on a
         clear board, and the display updated."""
-        self.log.save_frame(f"frame-{frame.index:06d}.jpg", frame.image, int(loop.cfg["evidence"]["jpeg_quality"]))
+        self.log.save_frame(f"frame-{frame.index:06d}.jpg", frame.image, loop.jpeg_quality)
         self.last_frame = frame.index
         if self._round_started and not still.seen and not fresh_reference:
             self.reference = frame.image.copy()  # the board is clear: refresh the reference (light drifts)
