@@ -51,6 +51,9 @@ class Outline:
     grid_fit: float = 0.0  # share of printed-grid samples found on a printed line (0..1)
     edge_corners_px: np.ndarray | None = None  # the outline's own corners, before the grid
     bow_mm: tuple[float, float] = (0.0, 0.0)  # hump fitted along the board and across it (0 when flat)
+    # where the best-fitting registration of the printed grid put the corners, when the grid did not
+    # confirm the outline (None otherwise): a lens bends the board's edges away from its printed lines
+    registered_px: np.ndarray | None = None
 
 
 def find_outline(image: np.ndarray, board: Board, start_px: np.ndarray | None = None) -> Outline:
@@ -95,6 +98,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
             for img, ridge in zip(images, ridges) for h0, radii in starts]
     fits, line_fits = _cut_by_the_edge(fits, images[0], ridges[0], hom, line_fits, board, cfg)
     fit, gray = max(fits, key=lambda f: f[0].score)
+    best_fit = fit
     if line_fits is not None:
         # a registration that fits about as well and that the board's own edges agree with is preferred
         # over one they put several mm away (motion blur: the lines along the blur fit one line off)
@@ -111,7 +115,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
                   _corner_apart_mm(hom, fit.homography, board))
         return Outline(corners_px=edge_corners, grid_score=float(best_score), runner_up=float(runner),
                        edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score),
-                       edge_corners_px=edge_corners)
+                       edge_corners_px=edge_corners, registered_px=board_corners_px(best_fit.homography, board))
     # another registration that fits about as well but puts the corners elsewhere is a doubt
     floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
     rivals = [(f, img) for f, img in fits
@@ -443,7 +447,10 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board) -> Len
     if not cfg.get("lens_fit", True):
         return None
     size = (image.shape[1], image.shape[0])
-    hom = homography_from_points(board_corners_mm(board), outline.corners_px)
+    # around an outline only its edges placed (the user's corners: see _calibrate_photo), the fit starts
+    # where the printed grid fitted best: from the bent edges it settles on a weaker lens
+    start = outline.corners_px if outline.registered_px is None else outline.registered_px
+    hom = homography_from_points(board_corners_mm(board), start)
     gray = cv2.cvtColor(np.ascontiguousarray(image[..., :3]), cv2.COLOR_BGR2GRAY) if image.ndim == 3 else image
 
     def up(h):

@@ -94,6 +94,18 @@ def test_clicked_corners_keep_their_method_and_a_given_lens_is_used(board):
     assert board_errors_mm(snapped, truth, board).max() < 2.0
 
 
+@pytest.mark.parametrize("px", [0.0, 1.5])
+def test_corners_of_a_photo_through_an_unknown_lens_snap_with_the_lens_read_off_the_lines(board, px):
+    """A wide lens bends the board's edges, so the edges the corners start from disagree with the
+    printed grid, which then does not confirm them; the lens read off the lines from where the grid
+    fitted best places the board (from the bent edges it read a weaker lens, 15 mm off)."""
+    image, truth = _fixture("lens_distortion")
+    snapped = snap(image, calibrate_corners(_off_by(truth, board, px, seed=1), board, truth.image_size), board)
+    assert snapped.error_source.startswith("the given corners snapped to the printed lines")
+    assert snapped.dist_coeffs is not None and snapped.dist_coeffs[0] < -0.3  # the truth: -0.35 at 1280 px
+    assert board_errors_mm(snapped, truth, board).max() < 3.0
+
+
 def test_corners_the_printed_lines_do_not_confirm_are_kept_as_given(board):
     _, truth = _fixture("touching_and_lines")
     blank = np.full((truth.image_size[1], truth.image_size[0], 3), 128, np.uint8)
