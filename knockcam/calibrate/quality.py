@@ -130,9 +130,19 @@ def check(calibration: Calibration, max_error_mm: float | None = None, what_to_d
     limit = error_limit(max_error_mm)
     if calibration.error_mm is not None and not calibration.error_mm <= limit:
         hint = what_to_do or "retake the photo with the whole board in view, or give --corners or lay the marker sheet"
-        reason = f"calibration error {calibration.error_mm:.1f} mm is over the {limit:g} mm limit ({calibration.method})"
+        reason = (f"calibration error {_shown_over(calibration.error_mm, limit)} mm is over the {limit:g} mm limit "
+                  f"({calibration.method})")
         raise Refused(f"{reason}: {because}" if because else reason, hint, calibration)
     return calibration
+
+
+def _shown_over(value: float, limit: float) -> str:
+    """``value`` (above ``limit``) with one decimal, or as many more as it takes to read above the limit: an
+    estimate of 3.002 mm is not "3.0 mm over the 3 mm limit"."""
+    for digits in range(1, 7):
+        if round(value, digits) > limit:
+            return f"{value:.{digits}f}"
+    return f"{value:.6f}"
 
 
 def agrees(calibration: Calibration, refused: Calibration | None, board: Board) -> bool:

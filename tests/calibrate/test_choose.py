@@ -197,6 +197,15 @@ def test_a_refusal_keeps_the_calibration_it_refused(scene):
     assert check(rough, 5.0) is rough
 
 
+@pytest.mark.parametrize("error_mm, shown", [(3.0017, "3.002"), (3.04, "3.04"), (3.06, "3.1"), (27.07, "27.1")])
+def test_a_refused_error_never_reads_as_the_limit_itself(scene, error_mm, shown):
+    from knockcam.calibrate.quality import Refused, check
+
+    with pytest.raises(Refused) as err:
+        check(scene.truth.with_error(error_mm, "test"), 3.0)
+    assert err.value.reason.startswith(f"calibration error {shown} mm is over the 3 mm limit")
+
+
 def test_a_calibration_agrees_with_a_refused_one_only_within_its_estimate(scene, board):
     """Where the refused calibration put the board, within its own estimated error, is where the board is."""
     from knockcam.calibrate.quality import agrees
