@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from knockcam.board.layout import Board
-from knockcam.calibrate.grid import GridFit, fit_grid, ridge_image, shares_on_lines
+from knockcam.calibrate.grid import GridFit, fit_grid, shares_on_lines
 from knockcam.calibrate.quality import board_corners_px
 
 
@@ -70,17 +70,16 @@ def turned(homography: np.ndarray, board: Board) -> np.ndarray:
 
 
 def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: dict,
-                  ridge: np.ndarray | None = None) -> list[GridFit]:
+                  ridge: np.ndarray) -> list[GridFit]:
     """Registrations of the printed grid that run past the photo's edge, started from ``homography`` (board
     mm -> pixels of ``gray``) stretched by the factors ``cfg`` gives (``cut_stretch``: least, most; steps of
     1%), turned end for end and stretched, and moved along and across itself (``cut_shift_mm``: least, most,
-    step). ``ridge``: ``gray`` as ``ridge_image`` smooths it for the grid, when the caller has it already."""
+    step). ``ridge``: ``gray`` as ``ridge_image`` smooths it for the grid (the caller has made it already)."""
     size = (gray.shape[1], gray.shape[0])
     least, most = (float(v) for v in cfg["cut_stretch"])
     factors = np.exp(np.arange(np.log(least), np.log(most), 0.01))
     first, last, step = (float(v) for v in cfg["cut_shift_mm"])
     shifts = np.arange(first, last + step / 2, step)
-    ridge = ridge_image(gray.astype(np.float32), 1.0) if ridge is None else ridge
 
     def best(tried: list[np.ndarray]) -> list[np.ndarray]:
         shares = shares_on_lines(ridge, tried, board)
