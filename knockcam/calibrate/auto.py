@@ -336,7 +336,8 @@ def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
         # lines barely found bend any way (tuning render 3001/149: 12% of the samples on a line, k1
         # +0.36, and the board found through that lens 10 mm off while estimated within 3 mm)
         trusted = outline.placed_by == "grid" or start_px is not None
-        lens = fit_lens_from_grid(image, outline, board) if trusted else None
+        refused = outline.error_mm > float(settings.load("calibrate")["quality"]["max_error_mm"])
+        lens = fit_lens_from_grid(image, outline, board, refused) if trusted else None
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
             try:
@@ -437,12 +438,17 @@ def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) 
     return width if width > float(settings.load("calibrate")["quality"]["blurred_line_px"]) else None
 
 
-def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board) -> LensFit | None:
+def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refused: bool = False) -> LensFit | None:
     """The lens distortion the printed lines show around ``outline`` (found in a photo whose lens is
     unknown), fitted with the board's hump, which bends the lines too; None when it is too small to
     matter or too uncertain (calibrate.yaml auto.lens_*). Whether it is used is calibrate_auto's
     call: the lines alone are a poor judge (photos with no distortion still show k1 at 5-13
-    standard errors, and a real mild lens lowers the lines' RMS offset by only 1-5%)."""
+    standard errors, and a real mild lens lowers the lines' RMS offset by only 1-5%).
+
+    Around an outline that would be ``refused`` (estimated over quality.max_error_mm) a less certain
+    lens is tried too (auto.lens_refused_min_z): such a board has nothing to lose, and the estimate of
+    the board found through the lens still decides (the glare_crease_bowed fixture: its lens read right
+    at 3.95 standard errors, the board 1.04 mm off through it instead of 7.2)."""
     cfg = settings.load("calibrate")["auto"]
     if not cfg.get("lens_fit", True):
         return None
@@ -457,8 +463,8 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board) -> Len
         return up_px(h, board, size)
 
     lens = fit_lens(gray, hom, board, up=up, segment_mm=float(cfg["grid_spread_segment_mm"]))
-    if (lens.shift_px < float(cfg["lens_min_shift_px"])
-            or abs(float(lens.dist_coeffs[0])) < float(cfg["lens_min_z"]) * lens.k1_sigma):
+    min_z = float(cfg["lens_refused_min_z" if refused else "lens_min_z"])
+    if lens.shift_px < float(cfg["lens_min_shift_px"]) or abs(float(lens.dist_coeffs[0])) < min_z * lens.k1_sigma:
         return None
     return lens
 

@@ -276,6 +276,25 @@ def test_the_lens_is_read_again_on_the_sharpened_photo(board, monkeypatch):
     assert corner_errors_mm(flat, truth, board).max() > 3.0
 
 
+def test_a_less_certain_lens_is_tried_around_a_board_that_would_be_refused(board, monkeypatch):
+    # tuning render 3904/304 (lens not given): the lens the printed lines show is read at 3-5 standard
+    # errors, under auto.lens_min_z. Without it the board is 8.3 mm off and refused; tried because the
+    # board would be refused anyway (auto.lens_refused_min_z), it places the board within 3 mm, kept
+    from knockcam.synth.scene import make_photo
+
+    jpeg, truth_dict, _ = make_photo(board, 3904, 304)
+    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
+    truth = Calibration.from_dict(truth_dict["calibration"])
+    cal = calibrate_auto(image, board)
+    assert "lens distortion read" in cal.error_source and cal.error_mm <= 3.0
+    assert corner_errors_mm(cal, truth, board).max() <= 3.0
+    auto_cfg = settings_of("calibrate")["auto"]
+    monkeypatch.setitem(auto_cfg, "lens_refused_min_z", auto_cfg["lens_min_z"])
+    strict = calibrate_auto(image, board)
+    assert strict.error_mm > settings_of("calibrate")["quality"]["max_error_mm"]
+    assert corner_errors_mm(strict, truth, board).max() > 3.0
+
+
 @needs_fixtures
 def test_a_board_found_sharpened_with_a_hump_no_board_has_is_not_kept(board, monkeypatch):
     # the motion_blur fixture, lens not given: in the photo sharpened for the defocus also read off it
