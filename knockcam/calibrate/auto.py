@@ -446,9 +446,9 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refuse
     standard errors, and a real mild lens lowers the lines' RMS offset by only 1-5%).
 
     Around an outline that would be ``refused`` (estimated over quality.max_error_mm) a less certain
-    lens is tried too (auto.lens_refused_min_z): such a board has nothing to lose, and the estimate of
-    the board found through the lens still decides (the glare_crease_bowed fixture: its lens read right
-    at 3.95 standard errors, the board 1.04 mm off through it instead of 7.2)."""
+    lens is tried too (auto.lens_refused_min_z); the estimate of the board found through it still decides
+    (the glare_crease_bowed fixture: its lens read right at 3.95 standard errors, the board 1.04 mm off
+    through it instead of 7.2). docs/calibration.md has what it changed on held-out renders."""
     cfg = settings.load("calibrate")["auto"]
     if not cfg.get("lens_fit", True):
         return None
