@@ -33,7 +33,7 @@ from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_gr
                                      printed_line_width_px, ridge_image)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
 from knockcam.calibrate.quality import (board_corners_mm, board_corners_px, corner_errors_mm, corner_uncertainty_mm,
-                                        homography_from_points)
+                                        error_limit, homography_from_points)
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
 
@@ -312,7 +312,7 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
     image = evened(image)
     cal = _calibrate_photo(image, board, camera_matrix, dist_coeffs, start_px)
     quality = settings.load("calibrate")["quality"]
-    if (cal.error_mm > float(quality["max_error_mm"])
+    if (cal.error_mm > error_limit()
             and printed_line_width_px(image, cal, board) > float(quality["sharp_line_px"])):
         sharper = _found_sharpened(image, board, camera_matrix, dist_coeffs, start_px, cal)
         if sharper is not None:
@@ -336,7 +336,7 @@ def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
         # lines barely found bend any way (tuning render 3001/149: 12% of the samples on a line, k1
         # +0.36, and the board found through that lens 10 mm off while estimated within 3 mm)
         trusted = outline.placed_by == "grid" or start_px is not None
-        refused = outline.error_mm > float(settings.load("calibrate")["quality"]["max_error_mm"])
+        refused = outline.error_mm > error_limit()
         lens = fit_lens_from_grid(image, outline, board, refused) if trusted else None
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
