@@ -25,7 +25,7 @@ from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, UNSURE, Posit
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.quality import Refused, agrees
+from knockcam.calibrate.quality import Refused, agrees, error_limit
 from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
@@ -357,7 +357,7 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                             f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
     configs = configurations(model is not None)
     tallies = {c.name: Tally(c.name) for c in configs}
-    limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
+    limit = error_limit()
     loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
     facts = {"calibration_ms": [], "floor": {}}  # floor: flag_floor's counts summed over the scenes
     for n, seed in enumerate(range(seed_start, seed_start + scenes)):
@@ -476,7 +476,7 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     """The results file (markdown); ``done`` < ``scenes`` marks a partial result of a run still going;
     ``speed``: the speed check run after the scenes (``speed_check``)."""
     lines = ["# Detection benchmark", ""]
-    limit = float(settings.load("calibrate")["quality"]["max_error_mm"])
+    limit = error_limit()
     if done is not None and done < scenes:
         lines += [f"**PARTIAL: {done} of {scenes} scenes so far (the run is still going or was stopped).**", ""]
         scenes = done

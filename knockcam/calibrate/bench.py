@@ -14,7 +14,7 @@ import numpy as np
 from knockcam.bench import load_average, machine
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm
+from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm, error_limit
 from knockcam.errors import KnockcamError
 from knockcam.files import write_atomic
 
@@ -198,7 +198,7 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
                          f"{np.nanmedian(r['reported']):.2f} | {np.median(r['seconds']):.2f} |")
             gated.append(_gate_row(name, r))
             reported = np.asarray(r["reported"], np.float64)
-            offered = np.asarray(r.get("offered") or [False] * len(reported), bool) & (reported > _limit())
+            offered = np.asarray(r.get("offered") or [False] * len(reported), bool) & (reported > error_limit())
             if offered.any():  # what accepting every --max-error the refusals offer keeps
                 gated.append(_gate_row(f"{name}, {int(offered.sum())} offers of --max-error accepted", r, offered))
         else:
@@ -206,7 +206,7 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
     lines += [
         "",
         "What `calibrate()` does with them: it stops (\"error over the limit\") when a calibration reports more than "
-        f"{_limit():g} mm (knockcam/data/calibrate.yaml). "
+        f"{error_limit():g} mm (knockcam/data/calibrate.yaml). "
         "Kept = reported error within that limit; 'bad kept' = kept although a true corner is more than 3 mm off "
         "(the reported error was too low); 'good refused' = refused although every corner is within 3 mm. "
         "A row 'offers of --max-error accepted' keeps also the calibrations refused with an offer to accept them "
@@ -232,15 +232,9 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
     return "\n".join(lines) + "\n"
 
 
-def _limit() -> float:
-    from knockcam import settings
-
-    return float(settings.load("calibrate")["quality"]["max_error_mm"])
-
-
 def _gate_row(name: str, r: dict, accepted: np.ndarray | None = None) -> str:
     """One row of what the limit keeps; ``accepted``: calibrations kept although over it."""
-    limit = _limit()
+    limit = error_limit()
     rep = np.asarray(r["reported"], np.float64)
     worst = np.array([x.max() for x in r["errors"]])
     kept = rep <= limit
@@ -292,7 +286,7 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
         except KnockcamError as ex:
             rec["failed"] = str(ex)
         else:
-            refused = float(cal.error_mm) > _limit()
+            refused = float(cal.error_mm) > error_limit()
             rec.update(worst_mm=float(corner_errors_mm(cal, truth, board).max()), estimate_mm=float(cal.error_mm),
                        grid_share=cal.grid_share, offered=refused and offered_max_error(cal) is not None,
                        source=cal.error_source)
@@ -309,7 +303,7 @@ def tuning_summary(records) -> dict[str, int]:
     """What the 3 mm limit (calibrate.yaml quality.max_error_mm) makes of tuning records: renders, kept,
     bad kept (a corner over 3 mm), good refused (every corner within 3 mm), over 3 mm or not found, and the
     refusals offering --max-error with a good and with a bad board."""
-    limit = _limit()
+    limit = error_limit()
     out = dict.fromkeys(("renders", "kept", "bad kept", "good refused", "over 3 mm or not found", "good offers",
                          "bad offers"), 0)
     for r in records:
@@ -330,7 +324,7 @@ def tuning_summary(records) -> dict[str, int]:
 def tuning_changes(before: list[dict], after: list[dict], min_mm: float = 0.3) -> list[str]:
     """One line per render (in both lists) whose fate under the limit changed or whose worst corner moved
     at least ``min_mm``."""
-    limit = _limit()
+    limit = error_limit()
 
     def fate(r):
         if "failed" in r:
