@@ -13,6 +13,9 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import check
 from knockcam.errors import KnockcamError
 
+AUTO_OPTIONS = ["give --corners", "lay the marker sheet"]  # what helps when the automatic calibration is refused
+
+
 def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: str | Path | None = None,
               reference=None, camera: Calibration | None = None, max_error_mm: float | None = None) -> Calibration:
     """The board's calibration in this photo.
@@ -108,7 +111,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
 
     cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
     try:
-        cal = check(cal, max_error_mm, _what_to_do(cal, ["give --corners", "lay the marker sheet"]))
+        cal = check(cal, max_error_mm, _what_to_do(cal, AUTO_OPTIONS))
     except KnockcamError:
         width = blurred_lines_px(image, cal, board)
         if width is None:
@@ -117,8 +120,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
         # a blurred board can still be one an offer of --max-error fits (the glare_crease_bowed fixture: 1.04 mm
         # off, estimated 3.002 mm): the offer is kept beside the advice to retake the photo
-        advice = _what_to_do(cal, ["retake it in focus, holding the camera still", "give --corners",
-                                   "lay the marker sheet"])
+        advice = _what_to_do(cal, ["retake it in focus, holding the camera still"] + AUTO_OPTIONS)
         return check(cal, max_error_mm, advice,
                      because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
     return check_not_mirrored(image, cal, board)
