@@ -23,6 +23,7 @@ HELD_OUT_SEED = 2026  # knockcam.synth run for the held-out photos (the fixtures
 
 
 PHONE_SIZE = (4032, 3024)  # a phone's 12 MP photo: the held-out scenes are also rendered at this size
+WEBCAM_SIZE = (640, 480)  # what OpenCV opens most webcams at: the held-out scenes are also rendered at this size
 
 
 def _synth_photo(board: Board, index: int, seed: int = HELD_OUT_SEED, size: tuple[int, int] | None = None):
@@ -160,11 +161,12 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
             cut_img, cut_truth = cut_photo(img, truth, board, side, cut)
             record(f"auto (the same held-out photos cut: a board corner {CUT_PX[0]} or {CUT_PX[1]} px past the "
                    "photo's edge; lens unknown)", cut_truth, lambda: calibrate_auto(cut_img, board))
-        photo = _synth_photo(board, i, size=PHONE_SIZE)
-        if photo is not None:
-            img, truth = photo
-            record(f"auto (the same held-out scenes at {PHONE_SIZE[0]}x{PHONE_SIZE[1]}, a phone's size; lens unknown)",
-                   truth, lambda: calibrate_auto(img, board))
+        for size, what in ((PHONE_SIZE, "a phone's size"), (WEBCAM_SIZE, "a webcam's as OpenCV opens most")):
+            photo = _synth_photo(board, i, size=size)
+            if photo is not None:
+                img, truth = photo
+                record(f"auto (the same held-out scenes at {size[0]}x{size[1]}, {what}; lens unknown)",
+                       truth, lambda: calibrate_auto(img, board))
     return results
 
 
@@ -224,7 +226,9 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "'share > 3 mm' counts scenes whose worst corner is over 3 mm. 'reported' is the calibration's own "
         "error_mm (residual or estimate, see error_source). The phone-size row renders the same held-out scenes "
         "at 12 MP, as sharp as the renderer draws them (a phone's photo is often softer); the automatic method "
-        "searches a photo that large scaled down (calibrate.yaml photo.max_px). The cut row crops the same "
+        "searches a photo that large scaled down (calibrate.yaml photo.max_px). The webcam row renders them at "
+        f"{WEBCAM_SIZE[0]}x{WEBCAM_SIZE[1]}, which the method searches as it is (`knockcam live` asks a camera for "
+        "1280x720). The cut row crops the same "
         f"held-out photos at one side ({', '.join(CUT_SIDES)} in turn), {CUT_PX[0]} px past the board's outermost "
         f"corner there for four scenes, then {CUT_PX[1]} px for the next four: part of the board is out of the photo "
         "(the other rows' renders always show the whole board).",

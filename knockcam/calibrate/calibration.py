@@ -63,15 +63,21 @@ def resize_matrix(from_size: tuple[int, int], to_size: tuple[int, int]) -> np.nd
     return np.array([[sx, 0.0, 0.5 * sx - 0.5], [0.0, sy, 0.5 * sy - 0.5], [0.0, 0.0, 1.0]])
 
 
+def tuned_px() -> int:
+    """The long side (px) of the photos the automatic method is tuned on (calibrate.yaml photo.max_px): a
+    larger photo is searched scaled down to it; in a smaller one the board is found less often."""
+    from knockcam import settings
+
+    return int(settings.load("calibrate")["photo"]["max_px"])
+
+
 def working_size(size: tuple[int, int], max_px: int | None = None) -> tuple[int, int]:
     """The size (width, height) a photo of ``size`` is searched at: its own, or scaled down to a long
-    side of ``max_px`` (default calibrate.yaml photo.max_px). The automatic method's pixel thresholds
+    side of ``max_px`` (default ``tuned_px``). The automatic method's pixel thresholds
     and error estimate are tuned on 1280x720 photos: on 4032x3024 renders searched at full size it
     kept boards up to 205 mm off as good."""
     if max_px is None:
-        from knockcam import settings
-
-        max_px = int(settings.load("calibrate")["photo"]["max_px"])
+        max_px = tuned_px()
     w, h = size
     if max_px <= 0 or max(w, h) <= max_px:
         return (int(w), int(h))

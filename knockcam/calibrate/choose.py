@@ -110,8 +110,9 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
     from knockcam.calibrate.mirror import check_not_mirrored
 
     cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
+    options = _larger(image) + AUTO_OPTIONS
     try:
-        cal = check(cal, max_error_mm, _what_to_do(cal, AUTO_OPTIONS))
+        cal = check(cal, max_error_mm, _what_to_do(cal, options))
     except KnockcamError:
         width = blurred_lines_px(image, cal, board)
         if width is None:
@@ -120,10 +121,19 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
         # a blurred board can still be one an offer of --max-error fits (the glare_crease_bowed fixture: 1.04 mm
         # off, estimated 3.002 mm): the offer is kept beside the advice to retake the photo
-        advice = _what_to_do(cal, ["retake it in focus, holding the camera still"] + AUTO_OPTIONS)
+        advice = _what_to_do(cal, ["retake it in focus, holding the camera still"] + options)
         return check(cal, max_error_mm, advice,
                      because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
     return check_not_mirrored(image, cal, board)
+
+
+def _larger(image: np.ndarray) -> list[str]:
+    """Taking the photo larger, when it is smaller than the automatic method is tuned for (``tuned_px`` across):
+    the board is found less often there (calibrate.yaml photo.max_px says how much less)."""
+    from knockcam.calibrate.calibration import tuned_px
+
+    w, h = int(image.shape[1]), int(image.shape[0])
+    return [f"take it at {tuned_px()} px across or more (this one is {w}x{h})"] if max(w, h) < tuned_px() else []
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",

@@ -130,8 +130,11 @@ def check(calibration: Calibration, max_error_mm: float | None = None, what_to_d
     limit = error_limit(max_error_mm)
     if calibration.error_mm is not None and not calibration.error_mm <= limit:
         hint = what_to_do or "retake the photo with the whole board in view, or give --corners or lay the marker sheet"
-        reason = (f"calibration error {_shown_over(calibration.error_mm, limit)} mm is over the {limit:g} mm limit "
-                  f"({calibration.method})")
+        if np.isfinite(calibration.error_mm):
+            reason = (f"calibration error {_shown_over(calibration.error_mm, limit)} mm is over the {limit:g} mm limit "
+                      f"({calibration.method})")
+        else:  # the estimate has nothing to go on (a board a few pixels across, a degenerate outline)
+            reason = f"calibration error too large to estimate ({calibration.method})"
         raise Refused(f"{reason}: {because}" if because else reason, hint, calibration)
     return calibration
 

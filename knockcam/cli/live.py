@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.errors import KnockcamError
     from knockcam.files import load_photo
     from knockcam.live.display import Display
-    from knockcam.live.frames import camera_source, video_source
+    from knockcam.live.frames import camera_source, size_note, video_source
     from knockcam.live.log import check_new, read_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
     from knockcam.live.session import LiveGame, new_log
@@ -122,9 +122,12 @@ def run(args: argparse.Namespace) -> int:
         log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
         check_new(log_path)
         if args.video:
-            video_source(args.video).close()  # a bad video path fails before any log is written
+            probe = video_source(args.video)  # a bad video path fails before any log is written
+            size_line = size_note(probe.name, probe.frame_size())
+            probe.close()
         else:
             source = camera_source(args.camera)  # likewise a camera that cannot be opened
+            size_line = size_note(source.name, source.frame_size())
         source_info = {"video": str(Path(args.video).resolve())} if args.video else {"camera": args.camera}
         from knockcam import settings
 
@@ -138,6 +141,8 @@ def run(args: argparse.Namespace) -> int:
         log.close()
         n_answers = 0
         print(f"game log: {log_path} (round 1 order: {', '.join(order)})", file=sys.stderr)
+        if size_line is not None and calibration is None:  # the board is to be found in these frames
+            print(size_line, file=sys.stderr)
 
     if answers is not None:
         prompter = ScriptedPrompter(answers, skip=n_answers if isinstance(answers, list) else 0,

@@ -146,20 +146,47 @@ class CaptureSource:
             pass
         self.capture = self.open_capture()
 
+    def frame_size(self) -> tuple[int, int] | None:
+        """(width, height) of the frames the capture says it gives, None when it does not say."""
+        import cv2
+
+        get = getattr(self.capture, "get", None)
+        if get is None:
+            return None
+        size = (int(get(cv2.CAP_PROP_FRAME_WIDTH) or 0), int(get(cv2.CAP_PROP_FRAME_HEIGHT) or 0))
+        return size if min(size) > 0 else None
+
     def close(self) -> None:
         if self.capture is not None and hasattr(self.capture, "release"):
             self.capture.release()
 
 
+def size_note(name: str, size: tuple[int, int] | None) -> str | None:
+    """A line for the table when ``name``'s frames are smaller than the automatic calibration is tuned for
+    (``tuned_px`` across): the board is found less often in them; None otherwise."""
+    from knockcam.calibrate.calibration import tuned_px
+
+    if size is None or max(size) >= tuned_px():
+        return None
+    return (f"{name} gives {size[0]}x{size[1]} frames, smaller than the {tuned_px()} px across the automatic "
+            f"calibration is tuned for: it finds the board less often in them; use {tuned_px()} px across or more, "
+            "or give --calibration")
+
+
 def camera_source(index: int, **kw) -> CaptureSource:
-    """A live webcam by OpenCV index."""
+    """A live webcam by OpenCV index, asked for frames of live.yaml ``camera.frame_size``: OpenCV opens most
+    webcams at 640x480, where the automatic calibration finds the board far less often (``size_note``)."""
     import cv2
+
+    width, height = (int(v) for v in settings.load("live")["camera"]["frame_size"])
 
     def open_capture():
         cap = cv2.VideoCapture(int(index))
         if not cap.isOpened():
             return None
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue
+        cap.set(cv2.CAP_PROP_FRAME_WIDTH, width)  # a camera without this size picks its nearest
+        cap.set(cv2.CAP_PROP_FRAME_HEIGHT, height)
         return cap
 
     return CaptureSource(open_capture, live=True, name=f"camera {index}", **kw)

@@ -233,3 +233,29 @@ def test_a_calibration_agrees_with_a_refused_one_only_within_its_estimate(scene,
     assert agrees(moved, scene.truth.with_error(apart + 0.5, "refused"), board)
     assert not agrees(moved, scene.truth.with_error(apart - 0.5, "refused"), board)
     assert agrees(moved, None, board)  # the board was not found at all in the other image: nothing to contradict
+
+
+@pytest.mark.parametrize("size, told", [((640, 360), True), ((1280, 720), False), ((1280, 960), False)])
+def test_a_refused_photo_smaller_than_the_method_is_tuned_for_is_told_to_be_taken_larger(board, monkeypatch, size,
+                                                                                        told):
+    """Under calibrate.yaml photo.max_px across the board is found far less often (data/calibrate.yaml): the
+    refusal says so before the other ways, with the photo's size."""
+    import knockcam.calibrate.auto as auto
+
+    w, h = size
+    rough = Calibration("auto", size, np.array([[w / 900, 0, 10], [0, h / 400, 10], [0, 0, 1.0]]), error_mm=8.0)
+    monkeypatch.setattr(auto, "calibrate_auto", lambda *a, **k: rough)
+    monkeypatch.setattr(auto, "blurred_lines_px", lambda *a, **k: None)
+    with pytest.raises(KnockcamError) as err:
+        calibrate(np.full((h, w, 3), 128, np.uint8), board)
+    larger = f"take it at 1280 px across or more (this one is {w}x{h}), "
+    assert (f"(auto): {larger}give --corners, or lay" in str(err.value)) is told
+    assert str(err.value).endswith("give --corners or lay the marker sheet") is not told
+
+
+def test_an_error_too_large_to_estimate_is_said_so(scene):
+    from knockcam.calibrate.quality import Refused, check
+
+    with pytest.raises(Refused) as err:
+        check(scene.truth.with_error(float("inf"), "test"), 3.0)
+    assert err.value.reason == "calibration error too large to estimate (truth)"

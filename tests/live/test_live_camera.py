@@ -70,6 +70,51 @@ def test_a_file_that_is_no_video_is_a_clear_error_not_an_empty_game(tmp_path, na
         video_source(str(fake))
 
 
+class FakeWebcam:
+    """cv2.VideoCapture as a webcam that gives the nearest of the sizes it has to the one asked (640x480 at first)."""
+
+    def __init__(self, sizes):
+        self.sizes, self.size, self.asked = sizes, (640, 480), [None, None]
+
+    def __call__(self, index):
+        return self
+
+    def isOpened(self):
+        return True
+
+    def set(self, prop, value):
+        if prop in (cv2.CAP_PROP_FRAME_WIDTH, cv2.CAP_PROP_FRAME_HEIGHT):
+            self.asked[prop == cv2.CAP_PROP_FRAME_HEIGHT] = value
+            if None not in self.asked:
+                self.size = min(self.sizes, key=lambda s: abs(s[0] - self.asked[0]) + abs(s[1] - self.asked[1]))
+        return True
+
+    def get(self, prop):
+        return {cv2.CAP_PROP_FRAME_WIDTH: self.size[0], cv2.CAP_PROP_FRAME_HEIGHT: self.size[1]}.get(prop, 0.0)
+
+    def release(self):
+        pass
+
+
+@pytest.mark.parametrize("sizes, gives, told", [([(640, 480), (1280, 720), (1920, 1080)], (1280, 720), False),
+                                                ([(640, 480), (800, 600)], (800, 600), True)])
+def test_a_webcam_is_asked_for_the_size_calibration_is_tuned_at_and_a_smaller_one_is_told(monkeypatch, sizes, gives,
+                                                                                          told):
+    """OpenCV opens most webcams at 640x480, where the automatic calibration finds the board far less often
+    (data/calibrate.yaml photo.max_px): live.yaml camera.frame_size is asked for, and smaller frames are told."""
+    from knockcam.live.frames import camera_source, size_note
+
+    monkeypatch.setattr(cv2, "VideoCapture", FakeWebcam(sizes))
+    source = camera_source(0)
+    assert source.frame_size() == gives
+    note = size_note(source.name, source.frame_size())
+    assert (note is not None) is told
+    if told:
+        assert note.startswith("camera 0 gives 800x600 frames, smaller than the 1280 px across the automatic "
+                               "calibration is tuned for") and note.endswith("or give --calibration")
+    assert size_note("camera 0", None) is None and CaptureSource(lambda: ListCapture([]), live=False).frame_size() is None
+
+
 def test_a_disconnected_camera_pauses_and_resumes_when_frames_return():
     clock = FakeClock()
     cap = ListCapture([_img(1), _img(2)] + [None] * 7 + [_img(3), _img(4)])

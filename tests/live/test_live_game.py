@@ -111,7 +111,9 @@ def test_a_full_disk_stops_the_game_in_one_line_and_resume_finishes_it(demo_file
     monkeypatch.setattr(os, "fsync", fsync)
     assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
                  "--tokens", "2", "--log", str(log), *common]) == 2
-    last = capsys.readouterr().err.splitlines()[-1]  # after the log's name, one line
+    err = capsys.readouterr().err.splitlines()
+    last = err[-1]  # after the log's name, one line: with --calibration the frames' size is not told
+    assert len(err) == 2 and err[0].startswith("game log: ")
     assert last.startswith(f"knockcam: error: cannot write game log {log}: No space left on device")
     assert last.endswith(f"then continue with 'knockcam live --resume {log}'")
     before = read_log(log)
@@ -224,7 +226,10 @@ def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_
                  "--tokens", "2", "--log", str(log), "--quiet", "--no-model", "--answers", str(demo_files["answers"]),
                  "--max-frames", "40"])
     err = capsys.readouterr().err.splitlines()
-    last = err[-1]  # after the line naming the game log
+    last = err[-1]  # after the lines naming the game log and the frames' size
+    assert err[1] == (f"video {demo_files['video']} gives 480x270 frames, smaller than the 1280 px across the "
+                      "automatic calibration is tuned for: it finds the board less often in them; use 1280 px across "
+                      "or more, or give --calibration")
     assert code == 2 and last.startswith("knockcam: error: no --calibration given and the board was not found "
                                          "automatically (2 tries before the frames ended")
     assert not [e for e in read_log(log) if e["kind"] in ("calibration", "observation")]
