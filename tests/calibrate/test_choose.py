@@ -259,3 +259,15 @@ def test_an_error_too_large_to_estimate_is_said_so(scene):
     with pytest.raises(Refused) as err:
         check(scene.truth.with_error(float("inf"), "test"), 3.0)
     assert err.value.reason == "calibration error too large to estimate (truth)"
+
+
+@pytest.mark.parametrize("size, offer", [((1280, 720), 4.5), ((4032, 3024), 4.5), ((960, 540), None), ((640, 480), None)])
+def test_no_max_error_is_offered_in_a_photo_smaller_than_the_method_is_tuned_for(scene, size, offer):
+    """Under calibrate.yaml photo.max_px across the estimate under-reads (calibration tuning renders at 640x480:
+    7 of 15 refused boards estimated 3-6 mm lay further off than their estimate): no offer to accept one."""
+    from dataclasses import replace
+
+    from knockcam.calibrate.choose import offered_max_error
+
+    refused = replace(scene.truth.with_error(4.2, "test"), method="auto", grid_share=0.9)
+    assert offered_max_error(refused.resized(size)) == offer
