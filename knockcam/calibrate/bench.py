@@ -171,6 +171,9 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
 
 
 def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) -> str:
+    from knockcam import settings
+
+    asked = "x".join(str(int(v)) for v in settings.load("live")["camera"]["frame_size"])  # what live asks a webcam for
     lines = [
         "# Calibration benchmark",
         "",
@@ -228,7 +231,7 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         "at 12 MP, as sharp as the renderer draws them (a phone's photo is often softer); the automatic method "
         "searches a photo that large scaled down (calibrate.yaml photo.max_px). The webcam row renders them at "
         f"{WEBCAM_SIZE[0]}x{WEBCAM_SIZE[1]}, which the method searches as it is (`knockcam live` asks a camera for "
-        "1280x720). The cut row crops the same "
+        f"{asked}). The cut row crops the same "
         f"held-out photos at one side ({', '.join(CUT_SIDES)} in turn), {CUT_PX[0]} px past the board's outermost "
         f"corner there for four scenes, then {CUT_PX[1]} px for the next four: part of the board is out of the photo "
         "(the other rows' renders always show the whole board).",
