@@ -71,6 +71,12 @@ def tuned_px() -> int:
     return int(settings.load("calibrate")["photo"]["max_px"])
 
 
+def smaller_than_tuned(size: tuple[int, int]) -> bool:
+    """Whether a photo of ``size`` (width, height) is under ``tuned_px`` across: its refusal says to take it
+    larger, and no --max-error is offered for it (knockcam.calibrate.choose)."""
+    return max(size) < tuned_px()
+
+
 def working_size(size: tuple[int, int], max_px: int | None = None) -> tuple[int, int]:
     """The size (width, height) a photo of ``size`` is searched at: its own, or scaled down to a long
     side of ``max_px`` (default ``tuned_px``). The automatic method's pixel thresholds

@@ -130,10 +130,10 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
 def _larger(image: np.ndarray) -> list[str]:
     """Taking the photo larger, when it is smaller than the automatic method is tuned for (``tuned_px`` across):
     the board is found less often there (calibrate.yaml photo.max_px says how much less)."""
-    from knockcam.calibrate.calibration import tuned_px
+    from knockcam.calibrate.calibration import smaller_than_tuned, tuned_px
 
     w, h = int(image.shape[1]), int(image.shape[0])
-    return [f"take it at {tuned_px()} px across or more (this one is {w}x{h})"] if max(w, h) < tuned_px() else []
+    return [f"take it at {tuned_px()} px across or more (this one is {w}x{h})"] if smaller_than_tuned((w, h)) else []
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",
@@ -165,12 +165,12 @@ def offered_max_error(cal: Calibration) -> float | None:
     than the automatic method is tuned for (``tuned_px`` across), where the estimate under-reads: on
     calibration tuning renders 3906/0-59 (lens not given), of the refused boards estimated 3-6 mm, 7 of
     15 lay further off than their estimate at 640x480 (one 1175 mm), 4 of 12 at 960x540, 1 of 5 at 1280x720."""
-    from knockcam.calibrate.calibration import tuned_px
+    from knockcam.calibrate.calibration import smaller_than_tuned
 
     cfg = settings.load("calibrate")["quality"]
     share = cal.grid_share
     if share is None or share < float(cfg["accept_min_grid_share"]) or cal.error_mm is None \
-            or cal.error_mm > float(cfg["accept_max_mm"]) or max(cal.image_size) < tuned_px():
+            or cal.error_mm > float(cfg["accept_max_mm"]) or smaller_than_tuned(cal.image_size):
         return None
     return math.ceil(cal.error_mm * 2) / 2
 

@@ -164,9 +164,9 @@ class CaptureSource:
 def size_note(name: str, size: tuple[int, int] | None) -> str | None:
     """A line for the table when ``name``'s frames are smaller than the automatic calibration is tuned for
     (``tuned_px`` across): the board is found less often in them; None otherwise."""
-    from knockcam.calibrate.calibration import tuned_px
+    from knockcam.calibrate.calibration import smaller_than_tuned, tuned_px
 
-    if size is None or max(size) >= tuned_px():
+    if size is None or not smaller_than_tuned(size):
         return None
     return (f"{name} gives {size[0]}x{size[1]} frames, smaller than the {tuned_px()} px across the automatic "
             f"calibration is tuned for: it finds the board less often in them; use {tuned_px()} px across or more, "
