@@ -186,16 +186,12 @@ def test_no_lens_is_read_off_printed_lines_the_grid_did_not_find(board):
     assert cal.error_mm > settings_of("calibrate")["quality"]["max_error_mm"]
 
 
-def test_a_lens_read_with_a_hump_no_board_has_is_not_kept(board, monkeypatch):
+def test_a_lens_read_with_a_hump_no_board_has_is_not_kept(board, committed_render, monkeypatch):
     # tuning render 3001/153: a board humped by 2 mm, taken through a nearly distortion-free lens. Read
     # off the printed lines, the hump came out as a strong barrel lens (k1 -0.54) with a 25 mm dip, and
     # the board found through it was 4.8 mm off while estimated at 2.6 mm; without that lens it is
     # within 2 mm
-    from knockcam.synth.scene import make_photo
-
-    jpeg, truth_dict, _ = make_photo(board, 3001, 153)
-    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-    truth = Calibration.from_dict(truth_dict["calibration"])
+    image, truth = committed_render(3001, 153)
     cal = calibrate_auto(image, board)
     assert cal.dist_coeffs is None and corner_errors_mm(cal, truth, board).max() <= 2.0
     monkeypatch.setitem(settings_of("calibrate")["auto"], "max_hump_mm", 100.0)
@@ -276,15 +272,11 @@ def test_the_lens_is_read_again_on_the_sharpened_photo(board, monkeypatch):
     assert corner_errors_mm(flat, truth, board).max() > 3.0
 
 
-def test_a_less_certain_lens_is_tried_around_a_board_that_would_be_refused(board, monkeypatch):
+def test_a_less_certain_lens_is_tried_around_a_board_that_would_be_refused(board, committed_render, monkeypatch):
     # tuning render 3904/304 (lens not given): the lens the printed lines show is read at 3-5 standard
     # errors, under auto.lens_min_z. Without it the board is 8.3 mm off and refused; tried because the
     # board would be refused anyway (auto.lens_refused_min_z), it places the board within 3 mm, kept
-    from knockcam.synth.scene import make_photo
-
-    jpeg, truth_dict, _ = make_photo(board, 3904, 304)
-    image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
-    truth = Calibration.from_dict(truth_dict["calibration"])
+    image, truth = committed_render(3904, 304)
     cal = calibrate_auto(image, board)
     assert "lens distortion read" in cal.error_source and cal.error_mm <= 3.0
     assert corner_errors_mm(cal, truth, board).max() <= 3.0
