@@ -1,4 +1,5 @@
-"""Shared scenes for the calibration tests (rendered once per session: rendering takes a while)."""
+"""Shared scenes for the calibration tests (rendered once per session: rendering takes a while), and the
+committed renders of the knife-edge cases."""
 
 import json
 from pathlib import Path
@@ -35,7 +36,7 @@ def _committed_render(seed: int, index: int):
     decoded photo and its true Calibration. The tests that pin a knife-edge case of the automatic method
     on one render read it from here: the renderer draws the board's printed names with cv2.putText, which
     OpenCV 5.1 draws differently from 5.0, and a render changed that much is another case. These were
-    rendered with OpenCV 5.0.0 (test_committed_renders_are_what_the_renderer_drew checks them on 5.0)."""
+    rendered with OpenCV 5.0.0 (tests/calibrate/test_committed_renders.py checks them against the renderer)."""
     jpeg = (RENDERS / f"{seed}_{index}.jpg").read_bytes()
     truth = json.loads((RENDERS / f"{seed}_{index}.json").read_text())
     return cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), Calibration.from_dict(truth)
