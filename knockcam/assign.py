@@ -133,11 +133,6 @@ def _extras(tokens, per_side: int) -> set[int]:
     return extras
 
 
-def side_counts(positions: list[Position]) -> dict[str, int]:
-    """How many tokens of each side were seen (for the R2 sanity check in reports)."""
-    return {side: sum(1 for p in positions if p.token.side == side) for side in SIDES}
-
-
 def places(positions: list[Position]) -> str:
     """Where the tokens rest, for a message: "red on boardwalk, blue on no_space"."""
     return ", ".join(f"{p.token.side} on {p.space or p.state}" for p in positions)

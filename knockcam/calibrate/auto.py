@@ -49,7 +49,6 @@ class Outline:
     error_mm: float  # estimated error (mm) at the worst corner
     placed_by: str = "edges"  # "grid" when the printed grid's registration placed the corners
     grid_fit: float = 0.0  # share of printed-grid samples found on a printed line (0..1)
-    edge_corners_px: np.ndarray | None = None  # the outline's own corners, before the grid
     bow_mm: tuple[float, float] = (0.0, 0.0)  # hump fitted along the board and across it (0 when flat)
     # where the best-fitting registration of the printed grid put the corners, when the grid did not
     # confirm the outline (None otherwise): a lens bends the board's edges away from its printed lines
@@ -114,8 +113,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
         err = max(_edge_error_mm(line_fits, edge_corners, board, (w, h), cfg),
                   _corner_apart_mm(hom, fit.homography, board))
         return Outline(corners_px=edge_corners, grid_score=float(best_score), runner_up=float(runner),
-                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score),
-                       edge_corners_px=edge_corners, registered_px=board_corners_px(best_fit.homography, board))
+                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score), registered_px=board_corners_px(best_fit.homography, board))
     # another registration that fits about as well but puts the corners elsewhere is a doubt
     floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
     rivals = [(f, img) for f, img in fits
@@ -148,7 +146,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     corners = board_corners_px(placed, board)
     return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
                    edge_points=n_points, error_mm=err, placed_by="grid", grid_fit=float(fit.score),
-                   edge_corners_px=edge_corners, bow_mm=bow)
+                   bow_mm=bow)
 
 
 def _cut_by_the_edge(fits: list, gray: np.ndarray, ridge: np.ndarray, edge_hom: np.ndarray, line_fits, board: Board,
@@ -488,7 +486,7 @@ def placed_with_lens(lens: LensFit, outline: Outline, board: Board, image: np.nd
     corners = board_corners_px(placed, board)
     return Outline(corners_px=corners, grid_score=outline.grid_score, runner_up=outline.runner_up,
                    edge_points=outline.edge_points, error_mm=err, placed_by="grid", grid_fit=float(lens.score),
-                   edge_corners_px=None, bow_mm=tuple(float(v) for v in lens.hump))
+                   bow_mm=tuple(float(v) for v in lens.hump))
 
 
 def snap_to_grid(image: np.ndarray, board: Board, corners_px, camera_matrix=None,

@@ -38,7 +38,6 @@ class GridFit:
     inliers: int  # samples whose printed line was found within ``inlier_px`` of the fitted position
     samples: int  # samples inside the image
     rms_px: float  # RMS across-line offset of the inliers
-    corner_sigma_px: np.ndarray  # (4,) standard error of each corner's position (px), from the fit's covariance
     bow: np.ndarray  # (6,) hump terms (homogeneous), zeros when not fitted
 
     @property
@@ -157,7 +156,6 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     """Refine ``homography`` (board mm -> pixels of ``gray``) on the printed grid; see the module doc.
     ``ridge``: ``gray`` as ``ridge_image`` smooths it for ``blur``, when the caller registers many starts on it."""
     pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
-    w_mm, l_mm = board.size_mm
     bowv = np.zeros(6)
     img = ridge_image(gray.astype(np.float32), blur) if ridge is None else ridge
 
@@ -193,11 +191,9 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
     found, ok, nimg, inside = measure(max(2.0, radii[-1]))
     good = ok & (np.abs(found) <= inlier_px)
     if good.sum() < 16:
-        return GridFit(hom_mm, int(good.sum()), int(inside.sum()), float("inf"), np.full(4, np.inf), bowv)
+        return GridFit(hom_mm, int(good.sum()), int(inside.sum()), float("inf"), bowv)
     rms = float(np.sqrt(np.mean(found[good] ** 2)))
-    jac = _jacobian(hn, bowv, pn[good], s1[good], s2[good], nimg[good], bow)
-    sigma_c = _corner_sigma(hn, jac, rms, board, l_mm)
-    return GridFit(hom_mm, int(good.sum()), int(inside.sum()), rms, sigma_c, bowv)
+    return GridFit(hom_mm, int(good.sum()), int(inside.sum()), rms, bowv)
 
 
 def shares_on_lines(ridge: np.ndarray, homographies: list[np.ndarray], board: Board, radius: float = 3.0,
@@ -280,24 +276,6 @@ def _jacobian(hn, bowv, pn, s1, s2, nimg, use_bow) -> np.ndarray:
         for s in (s1, s2):
             cols += [nx * s / ww, ny * s / ww, -along * s / ww]
     return np.column_stack(cols)
-
-
-def _corner_sigma(hn, jac, rms, board, l_mm) -> np.ndarray:
-    """Standard error (px) of each board corner's position implied by the fit's covariance."""
-    if len(jac) < 16:
-        return np.full(4, np.inf)
-    cov = np.linalg.pinv(jac.T @ jac) * rms**2
-    cov = cov[:8, :8]
-    w, l = board.size_mm
-    out = []
-    for x, y in [(0, 0), (w, 0), (w, l), (0, l)]:
-        p = np.array([x / l_mm, y / l_mm, 1.0])
-        hp = hn @ p
-        u, v, ww = hp[0] / hp[2], hp[1] / hp[2], hp[2]
-        ju = np.array([p[0] / ww, p[1] / ww, 1 / ww, 0, 0, 0, -u * p[0] / ww, -u * p[1] / ww])
-        jv = np.array([0, 0, 0, p[0] / ww, p[1] / ww, 1 / ww, -v * p[0] / ww, -v * p[1] / ww])
-        out.append(np.sqrt(max(ju @ cov @ ju + jv @ cov @ jv, 0.0)))
-    return np.array(out)
 
 
 def _offsets_at(gray: np.ndarray, homography: np.ndarray, board: Board, radius: float, inlier_px: float,
@@ -388,7 +366,7 @@ def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, r
     Returns the fit (its homography is the flat board plane's) and (by, bx) in mm.
     """
     bent = _fit_bent(gray, homography, board, up, False, radii, iterations, inlier_px, tol=1e-6)
-    fit = GridFit(bent.homography, int(bent.good.sum()), bent.inside, bent.rms_px, np.full(4, np.nan), bent.bow)
+    fit = GridFit(bent.homography, int(bent.good.sum()), bent.inside, bent.rms_px, bent.bow)
     return fit, bent.hump
 
 
