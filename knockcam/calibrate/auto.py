@@ -113,7 +113,8 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
         err = max(_edge_error_mm(line_fits, edge_corners, board, (w, h), cfg),
                   _corner_apart_mm(hom, fit.homography, board))
         return Outline(corners_px=edge_corners, grid_score=float(best_score), runner_up=float(runner),
-                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score), registered_px=board_corners_px(best_fit.homography, board))
+                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score),
+                       registered_px=board_corners_px(best_fit.homography, board))
     # another registration that fits about as well but puts the corners elsewhere is a doubt
     floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
     rivals = [(f, img) for f, img in fits
