@@ -127,11 +127,9 @@ def _first_looks(image: np.ndarray, reference: np.ndarray | None, calibration: "
     hidden: tuple[HiddenArea, ...] = ()
     with ThreadPoolExecutor(max_workers=1) as pool:
         if learned is not None:
-            # the model's weak candidates too: they vouch for reference-only blobs, or the verifier looks at them;
-            # in a photo alone the network also looks at it mirrored (detect.yaml model.mirror_alone)
+            # the model's weak candidates too: they vouch for reference-only blobs, or the verifier looks at them
             floor = min(learned.support_conf, learned.conf)
-            candidates = pool.submit(learned.detect, image, calibration, board, conf=floor,
-                                     mirrored=reference is None and learned.mirror_alone)
+            candidates = pool.submit(learned.detect, image, calibration, board, conf=floor)
         if reference is not None:
             from knockcam.detect.reference import look
 

@@ -138,26 +138,6 @@ def nms(boxes_xyxy: np.ndarray, scores: np.ndarray, iou: float) -> np.ndarray:
     return np.asarray(keep, dtype=np.int64)
 
 
-STRIDES = (8, 16, 32)  # the detect head's grids, finest first: its anchors, row by row, one grid after the other
-
-
-def unmirrored(output: np.ndarray, input_hw: tuple[int, int]) -> np.ndarray:
-    """A classic head's output ``(1, 4 + nc, N)`` for an input mirrored left to right, as the unmirrored input's:
-    each grid's anchors mirrored back column by column and the box centres' x with them."""
-    height, width = input_hw
-    start, index = 0, []
-    for stride in STRIDES:
-        rows, cols = height // stride, width // stride
-        index.append(np.arange(start, start + rows * cols).reshape(rows, cols)[:, ::-1].ravel())
-        start += rows * cols
-    if start != output.shape[2]:
-        raise KnockcamError(f"token model output has {output.shape[2]} anchors, not the {start} of a {height}x{width} "
-                            f"input at strides {STRIDES}: set detect.yaml model.mirror_alone to false")
-    back = output[:, :, np.concatenate(index)].copy()
-    back[:, 0] = width - back[:, 0]
-    return back
-
-
 def decode(output: np.ndarray, num_classes: int, conf: float, iou: float, max_det: int = 32,
            agnostic: bool = True) -> Detections:
     """Turn one raw model output into detections.
@@ -239,7 +219,6 @@ class TokenModel:
         self.agnostic = bool(cfg.get("agnostic_nms", True))
         self.sigma_by_score = sigma_table(cfg)
         self.support_conf = float(cfg.get("support_conf", self.conf))
-        self.mirror_alone = bool(cfg.get("mirror_alone", False))
         self.session = cpu_session(self.path, "token model", threads=int(cfg.get("threads", 0) if threads is None
                                                                          else threads))
         model_input = self.session.get_inputs()[0]
@@ -252,32 +231,24 @@ class TokenModel:
         meta = self.session.get_modelmeta().custom_metadata_map
         self.names = _class_names(meta.get("names"), self.path)
 
-    def predict(self, image_bgr: np.ndarray, conf: float | None = None,
-                mirrored: bool = False) -> tuple[Detections, Letterbox]:
+    def predict(self, image_bgr: np.ndarray, conf: float | None = None) -> tuple[Detections, Letterbox]:
         """Raw detections scoring above ``conf`` (default: the model's threshold) for one BGR image, in
-        model-input pixels, and the letterbox to undo them. ``mirrored``: the network also looks at the
-        image mirrored left to right, and the two outputs are averaged anchor by anchor (``mirror_alone``)."""
+        model-input pixels, and the letterbox to undo them."""
         image = _as_bgr(image_bgr)
         boxed, box = letterbox(image, self.input_hw)
         blob = boxed[:, :, ::-1].transpose(2, 0, 1)[None].astype(np.float32) / 255.0  # BGR -> RGB, NCHW
-        output = self._run(blob)
-        if mirrored and output.ndim == 3 and output.shape[1] == 4 + len(self.names):  # not an end-to-end export
-            output = (output + unmirrored(self._run(blob[..., ::-1]), self.input_hw)) / 2
+        output = self.session.run(None, {self.input_name: np.ascontiguousarray(blob)})[0]
         threshold = self.conf if conf is None else float(conf)
         return decode(output, len(self.names), threshold, self.iou, self.max_det, self.agnostic), box
 
-    def _run(self, blob: np.ndarray) -> np.ndarray:
-        return self.session.run(None, {self.input_name: np.ascontiguousarray(blob)})[0]
-
-    def detect_canonical(self, canonical_bgr: np.ndarray, view: TopDown, conf: float | None = None,
-                         mirrored: bool = False) -> list[Token]:
+    def detect_canonical(self, canonical_bgr: np.ndarray, view: TopDown, conf: float | None = None) -> list[Token]:
         """Tokens in a canonical top-down image made with ``view``; positions in board millimetres.
-        ``conf`` lowers (or raises) the score threshold for this call; ``mirrored``: see ``predict``."""
+        ``conf`` lowers (or raises) the score threshold for this call."""
         height, width = np.asarray(canonical_bgr).shape[:2]
         if (width, height) != view.size:
             raise KnockcamError(f"canonical image is {width}x{height} px but the view is {view.size[0]}x"
                                 f"{view.size[1]} px: make it with knockcam.detect.canonical.warp_to_canonical")
-        found, box = self.predict(canonical_bgr, conf, mirrored)
+        found, box = self.predict(canonical_bgr, conf)
         if not len(found):
             return []
         xy_mm = view.to_mm(box.to_image(found.centres))
@@ -286,15 +257,14 @@ class TokenModel:
                 for (x, y), s, c in zip(xy_mm, found.scores, found.classes)]
 
     def detect(self, image_bgr: np.ndarray, calibration: Calibration, board: Board,
-               conf: float | None = None, mirrored: bool = False) -> list[Token]:
-        """Tokens in a photo of the board: warp to the canonical view, detect, map back to image pixels too.
-        ``mirrored``: see ``predict``."""
+               conf: float | None = None) -> list[Token]:
+        """Tokens in a photo of the board: warp to the canonical view, detect, map back to image pixels too."""
         from dataclasses import replace
 
         from knockcam.detect.canonical import warp_to_canonical
 
         canonical, view = warp_to_canonical(_as_bgr(image_bgr), calibration, board)
-        tokens = self.detect_canonical(canonical, view, conf, mirrored)
+        tokens = self.detect_canonical(canonical, view, conf)
         if not tokens:
             return []
         xy_px = calibration.mm_to_px([t.xy_mm for t in tokens])

@@ -110,24 +110,3 @@ def test_a_board_far_too_dark_is_refused():
     image, cal = _case("touching_and_lines")
     with pytest.raises(KnockcamError, match="far too dark in the photo.*light the board"):
         detect(_dimmed(image, 0.05), cal, load_board())
-
-
-def test_the_network_looks_at_a_photo_alone_mirrored_too(monkeypatch):
-    """detect.yaml model.mirror_alone: a photo alone (nothing else to confirm a weak score) is looked at twice;
-    with the empty-board frame, once (the frame confirms)."""
-    from knockcam.detect import load_model
-
-    model = load_model()
-    if model is None:
-        pytest.skip("models/tokens.onnx not trained yet")
-    asked = []
-    plain = type(model).detect
-    monkeypatch.setattr(type(model), "detect", lambda self, *a, mirrored=False, **k: (asked.append(mirrored),
-                                                                                       plain(self, *a, mirrored=mirrored, **k))[1])
-    photo, cal = _case("touching_and_lines")
-    board = load_board()
-    alone = detect(photo, cal, board)
-    assert asked == [model.mirror_alone] and model.mirror_alone
-    detect(photo, cal, board, reference=cv2.imread(str(FIXTURES / "touching_and_lines_ref.jpg")))
-    assert asked == [True, False]
-    assert len(alone.tokens) >= 8

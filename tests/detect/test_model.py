@@ -11,8 +11,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from knockcam.board.layout import load_board
 from knockcam.detect.canonical import canonical_view
 from knockcam.detect.model import (
-    PAD_VALUE, STRIDES, Letterbox, TokenModel, decode, default_model_path, input_hw_for, letterbox, nms, sigma_for,
-    sigma_table, unmirrored,
+    PAD_VALUE, Letterbox, TokenModel, decode, default_model_path, input_hw_for, letterbox, nms, sigma_for, sigma_table,
 )
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
@@ -274,49 +273,6 @@ def test_model_path_can_be_overridden(monkeypatch, tmp_path):
     assert default_model_path().name == "tokens.onnx"
 
 
-# --- the mirrored look -------------------------------------------------------------------------
-
-def _mirrored_layout(output, hw):
-    """What a network that sees the input mirrored left to right reports where ``output`` is its report of the
-    input itself: each grid's anchor (row, col) at (row, cols - 1 - col), the box centres' x mirrored."""
-    height, width = hw
-    mirrored, start = output.copy(), 0
-    for stride in STRIDES:
-        rows, cols = height // stride, width // stride
-        block = output[:, :, start:start + rows * cols].reshape(1, -1, rows, cols)[:, :, :, ::-1]
-        mirrored[:, :, start:start + rows * cols] = block.reshape(1, -1, rows * cols)
-        start += rows * cols
-    mirrored[:, 0] = width - mirrored[:, 0]
-    return mirrored
-
-
-def test_a_mirrored_look_is_turned_back_anchor_by_anchor():
-    hw = input_hw_for(VIEW)
-    anchors = sum((hw[0] // s) * (hw[1] // s) for s in STRIDES)
-    output = np.random.default_rng(7).uniform(0, hw[1], (1, 4 + len(SIDES), anchors)).astype(np.float32)
-    assert np.allclose(unmirrored(_mirrored_layout(output, hw), hw), output, atol=1e-4)
-    with pytest.raises(KnockcamError, match="mirror_alone"):
-        unmirrored(output[:, :, :-1], hw)
-
-
-def test_a_mirrored_look_averages_the_two_outputs():
-    hw = input_hw_for(VIEW)
-    canon = np.zeros((VIEW.size[1], VIEW.size[0], 3), np.uint8)
-    canon[:, :VIEW.size[0] // 2] = 200  # the left half bright: the mirrored blob has it on the right
-    anchors = sum((hw[0] // s) * (hw[1] // s) for s in STRIDES)
-    plain = np.zeros((1, 4 + len(SIDES), anchors), np.float32)
-    plain[0, :, 100] = (60.0, 50.0, 10.0, 10.0, 0.8, 0.0, 0.0, 0.0)  # a red token the plain look scores 0.8
-    mirrored_look = _mirrored_layout(plain, hw)
-    mirrored_look[0, 4:] *= 0.5  # ... and the mirrored look 0.4
-    outputs, blobs = iter([plain, mirrored_look]), []
-    model = fake_model(plain, hw)
-    model.session.run = lambda _names, feeds: (blobs.append(next(iter(feeds.values()))), [next(outputs)])[1]
-    found, _ = model.predict(canon, mirrored=True)
-    assert np.array_equal(blobs[1], blobs[0][..., ::-1])
-    assert len(found) == 1 and found.scores[0] == pytest.approx(0.6) and found.centres[0] == pytest.approx((60, 50))
-    assert found.classes[0] == 0
-
-
 # --- the shipped weights ------------------------------------------------------------------------
 
 SHIPPED = Path(__file__).resolve().parents[2] / "models" / "tokens.onnx"
@@ -340,26 +296,3 @@ def test_sigma_by_score_is_read_highest_score_first_and_must_cover_every_score()
     for bad in ({"sigma_by_score": [[0.5, 1.0]]}, {"sigma_by_score": [[0.0, 0.0]]}, {}):
         with pytest.raises(KnockcamError, match="sigma_by_score"):
             sigma_table(bad)
-
-
-@needs_weights
-def test_the_shipped_model_finds_the_same_tokens_in_the_photo_mirrored():
-    """The shipped network's anchors are laid out as STRIDES says: its look at a fixture mirrored, turned back,
-    agrees with its plain look (a wrong layout would average unrelated anchors and lose the tokens)."""
-    import json
-
-    import cv2
-
-    from knockcam.calibrate.calibration import Calibration
-
-    folder = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
-    photo = cv2.imread(str(folder / "touching_and_lines.jpg"))
-    cal = Calibration.from_dict(json.loads((folder / "touching_and_lines.json").read_text())["calibration"])
-    model = TokenModel(SHIPPED)
-    plain = model.detect(photo, cal, BOARD, conf=0.5)
-    both = model.detect(photo, cal, BOARD, conf=0.5, mirrored=True)
-    assert len(plain) >= 8 and len(both) == len(plain)
-    for token in plain:
-        nearest = min(both, key=lambda t: np.hypot(t.xy_mm[0] - token.xy_mm[0], t.xy_mm[1] - token.xy_mm[1]))
-        assert nearest.side == token.side
-        assert np.hypot(nearest.xy_mm[0] - token.xy_mm[0], nearest.xy_mm[1] - token.xy_mm[1]) < 1.5
