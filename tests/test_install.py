@@ -1,9 +1,14 @@
-"""A regular (non-editable) install ships every network models/ holds."""
+"""What an install needs: a regular (non-editable) install ships every network models/ holds, and scoring
+runs on the runtime dependencies alone (torch and ultralytics come with the [train] extra only)."""
 
+import subprocess
+import sys
+import textwrap
 import tomllib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+SCENES = ROOT / "fixtures" / "scenes"
 
 
 def test_every_shipped_network_is_installed_with_the_package():
@@ -12,3 +17,32 @@ def test_every_shipped_network_is_installed_with_the_package():
     installed = {p for pattern in patterns for p in ROOT.glob(pattern)}
     networks = set((ROOT / "models").glob("*.onnx"))
     assert networks and networks <= installed
+
+
+def test_scoring_a_photo_never_imports_the_training_stack(tmp_path):
+    """A photo scored alone (automatic calibration) and with its empty-board frame, round and evidence
+    included: any import of torch or ultralytics is recorded and refused, even one a caller would catch."""
+    photo, reference = SCENES / "all_16_tokens.jpg", SCENES / "all_16_tokens_ref.jpg"
+    code = textwrap.dedent(f"""
+        import sys
+        asked = []
+
+        class RefuseTraining:
+            def find_spec(self, name, path=None, target=None):
+                if name.split(".")[0] in ("torch", "torchvision", "ultralytics"):
+                    asked.append(name)
+                    raise ImportError("the runtime imported " + name)
+                return None
+
+        sys.meta_path.insert(0, RefuseTraining())
+        from knockcam.cli import main
+        codes = [main(["score", {str(photo)!r}, "--order", "red,yellow,green,blue", "--json",
+                       "--evidence", {str(tmp_path / "alone.png")!r}]),
+                 main(["score", {str(photo)!r}, "--reference", {str(reference)!r}, "--json",
+                       "--evidence", {str(tmp_path / "pair.png")!r}])]
+        print("exit codes", codes, "training imports", asked, file=sys.stderr)
+        sys.exit(0 if codes == [0, 0] and not asked else 1)
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert (tmp_path / "alone.png").is_file() and (tmp_path / "pair.png").is_file()
