@@ -1,13 +1,15 @@
 """``knockcam demo``: score a photo shipped with knockcam, print the payouts and write the evidence picture.
 
 The photo is a committed synthetic scene (fixtures/scenes/) with its ground truth beside it, so
-the demo can say how many calls it got right. Nothing outside the repository is needed.
+the demo can say how many calls it got right. A regular install carries a copy of it (pyproject.toml's
+data-files), so the demo needs nothing else.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,12 +33,21 @@ def repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+def demo_folder() -> Path:
+    """fixtures/scenes of this checkout (an editable install), else the copy a regular install put under
+    <prefix>/share/knockcam/demo (a KnockcamError saying what to do when there is neither)."""
+    checkout = repo_root() / "fixtures" / "scenes"
+    installed = Path(sys.prefix) / "share" / "knockcam" / "demo"
+    for folder in (checkout, installed):
+        if folder.is_dir():
+            return folder
+    raise KnockcamError(f"demo photos not found in {checkout} or {installed}: install knockcam again "
+                        "(pip install -e . in a clone of its repository)")
+
+
 def find_demo_scene(folder: Path | None = None) -> DemoScene:
-    """The demo photo in fixtures/scenes (a KnockcamError saying what is missing when there is none)."""
-    folder = folder or repo_root() / "fixtures" / "scenes"
-    if not folder.is_dir():
-        raise KnockcamError(f"demo photos not found in {folder}: run the demo from a clone of the knockcam "
-                            "repository (pip install -e .)")
+    """The demo photo in ``folder`` (default: ``demo_folder()``), its empty-board frame and ground truth."""
+    folder = folder or demo_folder()
     photos = sorted(p for p in folder.iterdir() if p.suffix.lower() in (".jpg", ".jpeg", ".png")
                     and not _is_reference(p))
     named = [p for p in photos if p.name in DEMO_NAMES]
