@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     p.add_argument("--board", help="board file (default: the shipped board)")
     p.add_argument("--camera", help="lens calibration file from 'knockcam calibrate camera'")
     p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml); "
-                                 "bench: the results file; tune: the records (JSON lines)")
+                                 "bench: the results file; tune: the records (JSON lines); sheet: the folder")
     add_max_error(p)
     p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
     p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
@@ -71,6 +71,9 @@ def run(args) -> int:
         from knockcam.calibrate.markers import sheet_image, write_png_with_dpi
 
         folder = Path(args.out or "calibration")
+        if folder.is_file() or folder.suffix.lower() in (".png", ".pdf", ".jpg", ".jpeg"):
+            raise KnockcamError(f"calibrate sheet --out takes a folder (it writes markers.png and charuco.png "
+                                f"there), not {folder.name}: give --out {folder.parent / folder.stem}")
         write_png_with_dpi(folder / "markers.png", sheet_image(300), 300)
         write_png_with_dpi(folder / "charuco.png", charuco_image(300), 300)
         print(f"wrote {folder / 'markers.png'} and {folder / 'charuco.png'} (300 dpi, print at 100%)")

@@ -69,6 +69,17 @@ def test_sheet_writes_both_printables(tmp_path, capsys):
     assert (tmp_path / "markers.png").exists() and (tmp_path / "charuco.png").exists()
 
 
+def test_sheet_given_a_file_name_says_it_takes_a_folder(tmp_path, capsys):
+    """--out sheet.png once made a folder named sheet.png; now one line says what to give, and nothing is written."""
+    (tmp_path / "notes.txt").write_text("mine")
+    for out in (tmp_path / "sheet.png", tmp_path / "notes.txt"):
+        assert main(["calibrate", "sheet", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "takes a folder" in err and f"--out {tmp_path / out.stem}" in err and err.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt"]
+    assert (tmp_path / "notes.txt").read_text() == "mine"
+
+
 def test_auto_refuses_a_blurred_photo_in_one_line_saying_retake_it(tmp_path, capsys):
     from knockcam.board import load_board
     from knockcam.synth.scene import make_photo
