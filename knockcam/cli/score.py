@@ -209,6 +209,8 @@ def run_folder(folder: Path, args) -> int:
     from knockcam.report.evidence import write_evidence
 
     photos = photos_in(folder)
+    if args.reference:  # the empty-board frame kept among the night's photos is not one of them
+        photos = [p for p in photos if p.resolve() != Path(args.reference).resolve()]
     if not photos:
         raise KnockcamError(f"no photos in {folder} (looked for .jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp)")
     out = Path(args.out) if args.out else folder / "knockcam-scores"

@@ -154,13 +154,15 @@ def test_demo_uses_the_automatic_calibration_only_when_it_agrees(scene):
 
 
 def test_folder_summary_says_which_photos_show_the_board_covered(tmp_path):
-    """A referee scanning the night's summary sees the photo with a hand over the board."""
+    """A referee scanning the night's summary sees the photo with a hand over the board (the empty-board frame,
+    kept in the same folder, is the reference and not one of the photos scored)."""
     fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
     photos = tmp_path / "night"
     photos.mkdir()
     shutil.copy(fixtures / "hand.jpg", photos / "hand.jpg")
+    shutil.copy(fixtures / "hand_ref.jpg", photos / "hand_ref.jpg")
     out = tmp_path / "scores"
-    result = knockcam("score", photos, "--reference", fixtures / "hand_ref.jpg", "--out", out)
+    result = knockcam("score", photos, "--reference", photos / "hand_ref.jpg", "--out", out)
     assert result.returncode == 0, result.stderr
     (row,) = list(csv.DictReader((out / "summary.csv").open()))
     assert row["status"] == "ok" and row["hidden_areas"] == "1"
