@@ -7,13 +7,14 @@ space. A call is ``ambiguous`` when the position's uncertainty (``sigma_mm`` tim
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import difflib
+from dataclasses import dataclass, replace
 
 import cv2
 import numpy as np
 
 from knockcam import settings
-from knockcam.board.geometry import OFF_BOARD, coverage
+from knockcam.board.geometry import NO_SPACE, OFF_BOARD, ON_SPACE, coverage
 from knockcam.board.layout import Board
 from knockcam.detect.tokens import HiddenArea, Token
 from knockcam.errors import KnockcamError
@@ -26,6 +27,7 @@ FALLEN = "fallen"  # fell over: stood back up where it fell (S3), its base centr
 DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see knockcam.detect.combine)
 UNSURE = "unsure"  # a look doubts the token: a weak score (it may be no token at all), or another colour seen there
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
+HUMAN_CALL = "human_call"  # a person said where it rests (``human_call``); the camera's call is the runner-up
 
 # Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine; verifier_only:
 # neither reported it, knockcam.detect.verify found it beside another token).
@@ -120,6 +122,31 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
             margin_mm=margin, ambiguous=bool(ambiguous), runner_up=rest.runner_up,
             runner_up_coverage=float(rest.runner_up_share), sigma_mm=sigma, flags=tuple(flags)))
     return positions
+
+
+def check_category(category: str, board: Board) -> str:
+    """A resting place a person names: a space id of the board, ``no_space`` or ``off_board`` (else a
+    KnockcamError naming the nearest ids)."""
+    if category in (NO_SPACE, OFF_BOARD) or board.has_space(category):
+        return category
+    known = [space.id for space in board.spaces] + [NO_SPACE, OFF_BOARD]
+    near = difflib.get_close_matches(category, known, n=3, cutoff=0.6)
+    hint = f"did you mean {' or '.join(near)}?" if near else f"one of {NO_SPACE}, {OFF_BOARD} or a space id " \
+                                                            "('knockcam board' lists them)"
+    raise KnockcamError(f"{category!r} is not a space of this board: {hint}")
+
+
+def human_call(position: Position, category: str, board: Board) -> Position:
+    """The position put where a person says it rests (a space id, ``no_space`` or ``off_board``): no longer a
+    close call; the camera's own call becomes the runner-up, so the reports can show both."""
+    category = check_category(category, board)
+    cov = coverage(board, np.asarray([position.token.xy_mm], np.float64), margins=False)
+    camera = position.space if position.state == ON_SPACE else position.state
+    on_space = board.has_space(category)
+    flags = tuple(f for f in position.flags if f not in (CLOSE_CALL, OFF)) + ((OFF,) if category == OFF_BOARD else ())
+    return replace(position, space=category if on_space else None, state=ON_SPACE if on_space else category,
+                   coverage=cov.of(0, category), ambiguous=False, runner_up=camera,
+                   runner_up_coverage=cov.of(0, camera), flags=flags + (HUMAN_CALL,))
 
 
 def _extras(tokens, per_side: int) -> set[int]:

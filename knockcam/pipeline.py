@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from knockcam.assign import EXTRA_TOKEN, Position
+from knockcam.assign import EXTRA_TOKEN, Position, check_category, human_call
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.tokens import Detection, HiddenArea, Token
@@ -52,6 +52,7 @@ class ScoreOptions:
     order: tuple[str, ...] = ()  # turn order; empty: positions only, no payouts
     pot: int = POT_START  # the Free Parking pot before the round (R4)
     max_error_mm: float | None = None  # the calibration error accepted (None: calibrate.yaml quality.max_error_mm)
+    calls: tuple[tuple[int, str], ...] = ()  # a person's calls: (token number as reported, from 1; where it rests)
 
 
 @dataclass(frozen=True)
@@ -198,6 +199,18 @@ class Scorer:
             from knockcam.calibrate.corners import parse_corners
 
             parse_corners(options.corners)
+        if options.calls:
+            numbers = [n for n, _ in options.calls]
+            twice = sorted({n for n in numbers if numbers.count(n) > 1})
+            if twice:
+                raise KnockcamError(f"--call: token #{twice[0]} is called twice; give one call per token")
+            for n, category in options.calls:
+                if n < 1:
+                    raise KnockcamError(f"--call {n}={category}: tokens are numbered from 1, as the table shows")
+                try:
+                    check_category(category, self.board)
+                except KnockcamError as exc:
+                    raise KnockcamError(f"--call {n}={category}: {exc}") from None
         if options.order:
             # the engine checks the turn order and pot before any photo is looked at
             round_for((), self.board, tuple(options.order), int(options.pot))
@@ -323,7 +336,7 @@ class Scorer:
             tokens = [t if t.xy_px is not None else replace(t, xy_px=(float(u), float(v)))
                       for t, (u, v) in zip(tokens, px)]
         t3 = time.perf_counter()
-        positions = tuple(assign(tokens, self.board))
+        positions = self._human_calls(tuple(assign(tokens, self.board)))
         t4 = time.perf_counter()
         result, left_out, close = None, (), ()
         order = tuple(self.options.order)
@@ -337,6 +350,17 @@ class Scorer:
                            positions=positions, detector=_detector_name(tokens, self.reference is not None),
                            order=order, round=result, left_out=left_out, close_calls=close,
                            timings_ms={k: round(v, 1) for k, v in timings.items()}, hidden=hidden)
+
+    def _human_calls(self, positions: tuple[Position, ...]) -> tuple[Position, ...]:
+        """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's."""
+        out = list(positions)
+        for n, category in self.options.calls:
+            if n > len(out):
+                found = f"#1-#{len(out)}" if out else "none"
+                raise KnockcamError(f"--call {n}={category}: the photo shows {len(out)} token"
+                                    f"{'s' if len(out) != 1 else ''} ({found}): give a number from the tokens table")
+            out[n - 1] = human_call(out[n - 1], category, self.board)
+        return tuple(out)
 
     def _close_calls(self, positions, result, left_out, order) -> list[CloseCall]:
         """For each close call in the round, the payout difference if its runner-up were the call."""

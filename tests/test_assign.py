@@ -2,7 +2,8 @@
 
 import pytest
 
-from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, OFF, UNSURE, assign
+from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, OFF, UNSURE, assign,
+                             check_category, human_call)
 from knockcam.board import load_board
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
@@ -36,6 +37,29 @@ def test_base_straddling_a_line_goes_to_the_bigger_share_and_is_flagged(board):
     assert 0.5 < pos.coverage < 0.75
     assert pos.margin_mm == pytest.approx(3.0, abs=0.05)
     assert pos.ambiguous and CLOSE_CALL in pos.flags
+
+
+def test_a_human_call_puts_the_token_where_they_say_and_keeps_the_cameras_call_beside_it(board):
+    """Settling the Baltic | Oriental close call the other way: Baltic's share of the base, no longer a close
+    call, the camera's Oriental kept as the runner-up; the measured margin and the token itself unchanged."""
+    camera = assign([Token("blue", (165.0, 350.0), 0.9, sigma_mm=1.5)], board)[0]
+    called = human_call(camera, "baltic_avenue", board)
+    assert (called.space, called.state, called.runner_up) == ("baltic_avenue", "on_space", "oriental_avenue")
+    assert called.coverage == pytest.approx(camera.runner_up_coverage, abs=1e-6)
+    assert called.runner_up_coverage == pytest.approx(camera.coverage, abs=1e-6)
+    assert not called.ambiguous and CLOSE_CALL not in called.flags and called.flags[-1] == HUMAN_CALL
+    assert called.token == camera.token and called.margin_mm == camera.margin_mm
+    out = human_call(camera, "off_board", board)
+    assert (out.space, out.state, out.coverage) == (None, "off_board", 0.0) and OFF in out.flags
+    assert human_call(camera, "no_space", board).state == "no_space"
+
+
+def test_a_call_naming_no_space_of_the_board_says_which_it_may_have_meant(board):
+    assert check_category("chance", board) == "chance" and check_category("no_space", board) == "no_space"
+    with pytest.raises(KnockcamError, match="did you mean baltic_avenue"):
+        check_category("baltc_avenue", board)
+    with pytest.raises(KnockcamError, match="'knockcam board' lists them"):
+        check_category("the kitchen", board)
 
 
 def test_a_smaller_sigma_makes_the_same_call_sure(board):

@@ -156,6 +156,27 @@ def test_a_close_call_says_what_the_other_call_would_pay():
     assert call.cash_change == {"red": values[p.runner_up] - values[p.space]}
 
 
+def test_a_human_call_settles_a_close_call_and_the_round_pays_it():
+    """--call: the close call put where a person says; the round pays that space, no stake is left to argue."""
+    s = scene()
+    a, b = _pair_of_neighbours()
+    tokens = [Token("red", _shared_edge(a.id, b.id), 0.9, 2.0),
+              Token("blue", _centre(BOARD.properties[6].id), 0.9, 1.0)]
+    camera = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue")),
+                         detector=_fixed(tokens))
+    other = camera.positions[0].runner_up
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=("red", "blue"), calls=((1, other),)),
+                         detector=_fixed(tokens))
+    p = scored.positions[0]
+    assert p.space == other and not p.ambiguous and "human_call" in p.flags
+    assert scored.close_calls == () and scored.ambiguous == ()
+    assert scored.round.delta["red"] == {a.id: a.value, b.id: b.value}[other]
+    assert scored.positions[1] == camera.positions[1]  # the other token as the camera called it
+    assert scored.to_dict()["tokens"][0]["space"] == other
+    with pytest.raises(KnockcamError, match=r"--call 3=chance: the photo shows 2 tokens \(#1-#2\)"):
+        score_photo(s.photo, ScoreOptions(calibration=s.calibration, calls=((3, "chance"),)), detector=_fixed(tokens))
+
+
 def _pair_of_neighbours():
     """Two properties of different values that share an edge."""
     props = BOARD.properties
@@ -182,6 +203,9 @@ def test_parse_order():
     (dict(order=("red", "blue"), pot=-5), "pot"),
     (dict(corners="1,2 3,4"), "four x,y"),
     (dict(calibration="missing.yaml", corners="1,1 2,2 3,3 4,4"), "not both"),
+    (dict(calls=((5, "chanse"),)), "--call 5=chanse: 'chanse' is not a space of this board: did you mean chance?"),
+    (dict(calls=((5, "chance"), (5, "no_space"))), "token #5 is called twice"),
+    (dict(calls=((0, "chance"),)), "numbered from 1"),
 ])
 def test_bad_options_fail_before_any_photo(options, words):
     with pytest.raises(KnockcamError) as err:

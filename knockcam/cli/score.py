@@ -23,6 +23,7 @@ EPILOG = """examples:
   knockcam score photo.jpg --corners "102,655 1180,640 930,80 310,85" --evidence evidence.png
   knockcam score photo.jpg --calibration calibration/table.yaml --reference empty.jpg --json
   knockcam score photos/ --order red,blue --out scores/      every photo: summary.csv, summary.json, evidence/
+  knockcam score photo.jpg --order red,blue --call 5=chance  token #5 settled by a person: it rests on Chance
 
 exit codes: 0 scored; 2 bad input (one line on stderr says what and what to do);
             1 a folder where some photos could not be scored (summary.csv says which and why)"""
@@ -58,6 +59,9 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
         return
     p.add_argument("--order", metavar="SIDES", help="turn order, e.g. red,blue,green: score the round too")
     p.add_argument("--pot", metavar="M", type=int, default=None, help="Free Parking pot before the round (default 500)")
+    p.add_argument("--call", metavar="N=WHERE", action="append", type=_call, default=[],
+                   help="settle token N (its number in the tokens table) where you see it rest: a space id, "
+                        "no_space or off_board, e.g. --call 5=chance; once per token")
 
 
 def add_max_error(p: argparse.ArgumentParser) -> None:
@@ -68,6 +72,14 @@ def add_max_error(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-error", metavar="MM", type=_millimetres, default=None,
                    help=f"accept a calibration estimated up to MM millimetres off (default {limit:g}): every token "
                         "then carries that error, so more close calls are flagged for you to look at")
+
+
+def _call(text: str) -> tuple[int, str]:
+    """``N=WHERE`` -> (N, WHERE): a person's call on token N (checked against the board by the Scorer)."""
+    number, _, where = text.partition("=")
+    if not number.strip().isdigit() or not where.strip():
+        raise argparse.ArgumentTypeError(f"give the token's number and where it rests, e.g. 5=chance, not {text!r}")
+    return int(number), where.strip()
 
 
 def _millimetres(text: str) -> float:
@@ -88,7 +100,7 @@ def options_from(args) -> "ScoreOptions":
         raise KnockcamError("--pot needs --order (the pot only matters when the round is scored)")
     return ScoreOptions(calibration=args.calibration, corners=args.corners, reference=args.reference,
                         board=args.board, order=parse_order(args.order), max_error_mm=args.max_error,
-                        pot=POT_START if args.pot is None else int(args.pot))
+                        pot=POT_START if args.pot is None else int(args.pot), calls=tuple(getattr(args, "call", ())))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -98,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
     if target.is_dir():
         if args.evidence:
             raise KnockcamError("--evidence is for one photo; for a folder the pictures go to --out DIR/evidence/")
+        if args.call:
+            raise KnockcamError("--call settles a token of one photo: score that photo on its own")
         return run_folder(target, args)
     if args.out:
         raise KnockcamError("--out is for a folder of photos; for one photo use --evidence OUT.png")
@@ -123,7 +137,7 @@ def tokens_table(scored):
     from rich.table import Table
     from rich.text import Text
 
-    from knockcam.report.evidence import call_words, space_name
+    from knockcam.report.evidence import call_words, human_call_words, space_name
 
     board = scored.board
     table = Table(title=f"Tokens in {Path(scored.image_path).name}", title_justify="left")
@@ -135,7 +149,8 @@ def tokens_table(scored):
             rival = space_name(board, p.runner_up)
             rival += f" ({p.runner_up_coverage:.0%})" if p.runner_up_coverage >= 0.005 else ""
             notes.append(f"CLOSE CALL vs {rival}")
-        notes += [f.replace("_", " ") for f in p.flags if f not in ("close_call", "off_board")]
+        notes += [human_call_words(board, p) if f == "human_call" else f.replace("_", " ")
+                  for f in p.flags if f not in ("close_call", "off_board")]
         if p.ambiguous and notes:
             notes[-1] += ": a human decides"
         style = "bold magenta" if p.ambiguous else None
@@ -180,7 +195,8 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     n_close = len(scored.ambiguous)
     if n_close:
         console.print(f"[bold magenta]{n_close} call{'s' if n_close > 1 else ''} for a human: look at the evidence and "
-                      "decide; 'knockcam explain IMAGE --token SIDE' shows the numbers.[/bold magenta]")
+                      "decide; 'knockcam explain IMAGE --token SIDE' shows the numbers; score again with "
+                      "--call N=SPACE to settle one.[/bold magenta]")
     if evidence is not None:
         console.print(f"evidence: {evidence}", soft_wrap=True)
 

@@ -50,6 +50,11 @@ def call_words(board, position) -> str:
     return space_name(board, position.state)
 
 
+def human_call_words(board, position) -> str:
+    """A person's call in words, with the camera's beside it (``knockcam.assign.human_call`` kept it as runner-up)."""
+    return f"a human's call (the camera's: {space_name(board, position.runner_up)} {position.runner_up_coverage:.0%})"
+
+
 def token_lines(scored) -> list[str]:
     """The token list as fixed-width lines: number, side, call, coverage, margin, confidence, flags."""
     board = scored.board
@@ -60,7 +65,9 @@ def token_lines(scored) -> list[str]:
             share = f" {p.runner_up_coverage:.0%}" if p.runner_up_coverage >= 0.005 else ""
             note.append(f"CLOSE vs {space_name(board, p.runner_up)}{share}")
         for flag in p.flags:
-            if flag not in ("close_call", "off_board"):
+            if flag == "human_call":
+                note.append(human_call_words(board, p))
+            elif flag not in ("close_call", "off_board"):
                 note.append(flag.replace("_", " "))
         out.append(f"{i:>2}  {p.side:<6} {call_words(board, p)[:24]:<24} {p.coverage:>5.0%} "
                    f"{p.margin_mm:>5.1f}mm {p.token.confidence:>4.2f}  {'; '.join(note)}")
@@ -180,6 +187,8 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
 
 
 def _label_text(p, i: int) -> str:
+    if "human_call" in p.flags:
+        return f"#{i + 1} human's call"
     if p.ambiguous:
         return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm"
     if p.state == OFF_BOARD:
@@ -303,7 +312,7 @@ def close_up_caption(scored, index: int) -> list[str]:
     """Two short lines under a close-up: the call with its coverage, and the runner-up with the margin."""
     p = scored.positions[index]
     board = scored.board
-    first = f"{call_words(board, p)} {p.coverage:.0%}"
+    first = f"{call_words(board, p)} {p.coverage:.0%}" + (" (a human's call)" if "human_call" in p.flags else "")
     second = f"vs {space_name(board, p.runner_up)} {p.runner_up_coverage:.0%}, margin {p.margin_mm:.1f} mm"
     return [first, second]
 
@@ -433,8 +442,9 @@ def header(scored, width: int) -> np.ndarray:
     err = f"{cal.error_mm:.1f} mm" if cal.error_mm is not None else "unknown"
     counts = ", ".join(f"{side} {sum(1 for p in scored.positions if p.side == side)}" for side in SIDES)
     n_close = len(scored.ambiguous)
+    human = [f"#{i + 1}" for i, p in enumerate(scored.positions) if "human_call" in p.flags]
     line = (f"calibration: {cal.method}, error {err}   detector: {scored.detector}   tokens: {counts}   "
-            f"close calls: {n_close}")
+            f"close calls: {n_close}" + (f"   a human's calls: {', '.join(human)}" if human else ""))
     d.put(img, line, (14, 66), 0.55, (230, 230, 230), 1)
     return img
 

@@ -191,3 +191,26 @@ def test_a_photo_alone_reports_the_hand_over_the_board_and_the_spaces_under_it(t
     hidden = json.loads(result.stdout)["hidden"]
     under = {t["space"] for t in truth["tokens"] if t["visible"] < 0.15 and t["space"]}
     assert hidden and under and under <= {s for area in hidden for s in area["spaces"]}
+
+
+def test_a_close_call_settled_with_call_is_scored_and_shown_as_a_humans(tmp_path, scene, monkeypatch, capsys):
+    """The referee looks, decides, and scores the photo again with --call: the table and the evidence say whose
+    call it is, and the JSON has it where they said."""
+    args = ("score", scene.photo, "--calibration", scene.calibration, "--reference", scene.empty, "--order",
+            "red,yellow,green,blue")
+    camera = json.loads(knockcam(*args, "--json").stdout)
+    n = next(i for i, t in enumerate(camera["tokens"], 1) if t["state"] == "on_space")
+    other = "no_space"
+    result = knockcam(*args, "--call", f"{n}={other}", "--json")
+    assert result.returncode == 0, result.stderr
+    called = json.loads(result.stdout)["tokens"]
+    assert called[n - 1]["state"] == other and called[n - 1]["space"] is None and not called[n - 1]["ambiguous"]
+    assert [t for i, t in enumerate(called) if i != n - 1] == [t for i, t in enumerate(camera["tokens"]) if i != n - 1]
+    from knockcam.cli import main
+
+    monkeypatch.setenv("COLUMNS", "200")  # the table's note column on one line
+    assert main([str(a) for a in args] + ["--call", f"{n}={other}", "--evidence", str(tmp_path / "evidence.png")]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines()
+               if line.startswith("│") and line.split("│")[1].strip() == str(n))
+    assert "no space" in row and "a human's call (the camera's:" in row
+    assert cv2.imread(str(tmp_path / "evidence.png")) is not None

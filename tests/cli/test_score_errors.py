@@ -179,3 +179,16 @@ def test_a_refusal_offers_max_error_and_max_error_accepts(cli, tmp_path):
     assert 3.0 < json.loads(result.stdout)["calibration"]["error_mm"] <= 5.0
     bad = knockcam("score", photo, "--max-error", "-1")
     assert bad.returncode == 2 and "--max-error: give a number of millimetres above 0" in bad.stderr
+
+
+def test_a_call_on_no_such_token_or_space_or_on_a_folder(cli, tmp_path, scene):
+    """--call N=WHERE: a typo in the space, a number the photo has no token for, or a folder: one line, nothing
+    written."""
+    calibrated = ("--calibration", scene.calibration)
+    _assert_one_clean_line(_score(tmp_path, scene.photo, *calibrated, "--call", "1=chanse", run=cli),
+                           "--call 1=chanse", "did you mean chance?")
+    _assert_one_clean_line(_score(tmp_path, scene.photo, *calibrated, "--call", "99=chance", run=cli),
+                           "--call 99=chance: the photo shows", "give a number from the tokens table")
+    folder = tmp_path / "night"
+    folder.mkdir()
+    _assert_one_clean_line(cli("score", folder, "--call", "1=chance"), "--call settles a token of one photo")

@@ -12,8 +12,8 @@ from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
-from knockcam.report.evidence import (close_up, draw_calls, evidence_image, free_parking_line, round_text,
-                                      token_lines, write_evidence)
+from knockcam.report.evidence import (close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
+                                      header, round_text, token_lines, write_evidence)
 from synthetic_scene import scene
 
 BOARD = load_board()
@@ -25,13 +25,14 @@ def _centre(space_id):
     return float(pts[:, 0].mean()), float(pts[:, 1].mean())
 
 
-def _scored(tokens, order=("red", "blue"), pot=500):
+def _scored(tokens, order=("red", "blue"), pot=500, calls=()):
     s = scene()
 
     def detect(image, calibration, board, reference=None):
         return list(tokens)
 
-    return score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=order, pot=pot), detector=detect)
+    return score_photo(s.photo, ScoreOptions(calibration=s.calibration, order=order, pot=pot, calls=calls),
+                       detector=detect)
 
 
 def _boundary_token(side="red"):
@@ -103,6 +104,22 @@ def test_text_lines_match_the_positions_and_the_round():
         assert side in text and f"{summary.cash_after:,d}" in text
     assert "E4" in text
     assert free_parking_line(scored) == "Free Parking (E4): blue M600; bank refills to M500 (N2)"
+
+
+def test_a_humans_call_is_drawn_and_written_as_theirs_beside_the_cameras():
+    """A close call settled with --call: no longer magenta; the text, the close-up and the header say whose call."""
+    token, a, b = _boundary_token("red")
+    camera = _scored([token]).positions[0]
+    scored = _scored([token], calls=((1, camera.runner_up),))
+    p = scored.positions[0]
+    assert not p.ambiguous and p.space == camera.runner_up
+    assert f"a human's call (the camera's: {BOARD.space(camera.space).name}" in token_lines(scored)[1]
+    assert close_up_caption(scored, 0)[0].endswith("(a human's call)")
+    assert not np.all(close_up(scored, 0) == d.CLOSE, axis=2).any()
+    from dataclasses import replace
+
+    unmarked = replace(scored, positions=(replace(p, flags=tuple(f for f in p.flags if f != "human_call")),))
+    assert not np.array_equal(header(scored, 1600), header(unmarked, 1600))  # "a human's calls: #1" added
 
 
 def test_free_parking_split_is_spelled_out():
