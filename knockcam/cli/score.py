@@ -196,7 +196,7 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     if n_close:
         console.print(f"[bold magenta]{n_close} call{'s' if n_close > 1 else ''} for a human: look at the evidence and "
                       "decide; 'knockcam explain IMAGE --token SIDE' shows the numbers; score again with "
-                      "--call N=SPACE to settle one.[/bold magenta]")
+                      "--call N=WHERE to settle one.[/bold magenta]")
     if evidence is not None:
         console.print(f"evidence: {evidence}", soft_wrap=True)
 
