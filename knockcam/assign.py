@@ -8,6 +8,7 @@ space. A call is ``ambiguous`` when the position's uncertainty (``sigma_mm`` tim
 from __future__ import annotations
 
 import difflib
+import re
 from dataclasses import dataclass, replace
 
 import cv2
@@ -125,15 +126,28 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
 
 
 def check_category(category: str, board: Board) -> str:
-    """A resting place a person names: a space id of the board, ``no_space`` or ``off_board`` (else a
-    KnockcamError naming the nearest ids)."""
+    """A resting place a person names, as a category: a space id or a space's printed name ("Virginia Avenue",
+    any case), ``no_space`` or ``off_board`` (else a KnockcamError naming the nearest ids)."""
     if category in (NO_SPACE, OFF_BOARD) or board.has_space(category):
         return category
+    words = _as_id(category)
+    if words in (NO_SPACE, OFF_BOARD, "off_the_board") or board.has_space(words):
+        return OFF_BOARD if words == "off_the_board" else words
+    named = [space.id for space in board.spaces if _as_id(space.name) == words]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise KnockcamError(f"{category!r} names {len(named)} spaces: give one of {', '.join(named)}")
     known = [space.id for space in board.spaces] + [NO_SPACE, OFF_BOARD]
-    near = difflib.get_close_matches(category, known, n=3, cutoff=0.6)
+    near = difflib.get_close_matches(words, known, n=3, cutoff=0.6)
     hint = f"did you mean {' or '.join(near)}?" if near else f"one of {NO_SPACE}, {OFF_BOARD} or a space id " \
                                                             "('knockcam board' lists them)"
     raise KnockcamError(f"{category!r} is not a space of this board: {hint}")
+
+
+def _as_id(words: str) -> str:
+    """Words as an id is written: "Go to Jail" -> "go_to_jail"."""
+    return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
 
 
 def human_call(position: Position, category: str, board: Board) -> Position:

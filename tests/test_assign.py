@@ -56,6 +56,12 @@ def test_a_human_call_puts_the_token_where_they_say_and_keeps_the_cameras_call_b
 
 def test_a_call_naming_no_space_of_the_board_says_which_it_may_have_meant(board):
     assert check_category("chance", board) == "chance" and check_category("no_space", board) == "no_space"
+    # as the tables print them: a space's name, "no space", "off the board"
+    assert check_category("Virginia Avenue", board) == "virginia_avenue"
+    assert check_category("Go to Jail", board) == "go_to_jail"
+    assert check_category("no space", board) == "no_space" and check_category("Off the board", board) == "off_board"
+    with pytest.raises(KnockcamError, match="'House' names 2 spaces: give one of house_1, house_2"):
+        check_category("House", board)
     with pytest.raises(KnockcamError, match="did you mean baltic_avenue"):
         check_category("baltc_avenue", board)
     with pytest.raises(KnockcamError, match="'knockcam board' lists them"):

@@ -60,8 +60,8 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
     p.add_argument("--order", metavar="SIDES", help="turn order, e.g. red,blue,green: score the round too")
     p.add_argument("--pot", metavar="M", type=int, default=None, help="Free Parking pot before the round (default 500)")
     p.add_argument("--call", metavar="N=WHERE", action="append", type=_call, default=[],
-                   help="settle token N (its number in the tokens table) where you see it rest: a space id, "
-                        "no_space or off_board, e.g. --call 5=chance; once per token")
+                   help="settle token N (its number in the tokens table) where you see it rest: a space id or "
+                        "name, no_space or off_board, e.g. --call 5=chance; once per token")
 
 
 def add_max_error(p: argparse.ArgumentParser) -> None:
