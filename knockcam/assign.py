@@ -29,6 +29,7 @@ DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see k
 UNSURE = "unsure"  # a look doubts the token: a weak score (it may be no token at all), or another colour seen there
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
 HUMAN_CALL = "human_call"  # a person said where it rests (``human_call``); the camera's call is the runner-up
+NOT_A_TOKEN = "not_a_token"  # a person said there is no token there (a false detection): left out of everything
 
 # Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine; verifier_only:
 # neither reported it, knockcam.detect.verify found it beside another token).
@@ -127,10 +128,13 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
 
 def check_category(category: str, board: Board) -> str:
     """A resting place a person names, as a category: a space id or a space's printed name ("Virginia Avenue",
-    any case), ``no_space`` or ``off_board`` (else a KnockcamError naming the nearest ids)."""
+    any case), ``no_space`` or ``off_board``; or ``none`` (``NOT_A_TOKEN``: no token there). Else a
+    KnockcamError naming the nearest ids."""
     if category in (NO_SPACE, OFF_BOARD) or board.has_space(category):
         return category
     words = _as_id(category)
+    if words in ("none", "no_token", NOT_A_TOKEN):
+        return NOT_A_TOKEN
     if words in (NO_SPACE, OFF_BOARD, "off_the_board") or board.has_space(words):
         return OFF_BOARD if words == "off_the_board" else words
     named = [space.id for space in board.spaces if _as_id(space.name) == words]
@@ -140,8 +144,8 @@ def check_category(category: str, board: Board) -> str:
         raise KnockcamError(f"{category!r} names {len(named)} spaces: give one of {', '.join(named)}")
     known = [space.id for space in board.spaces] + [NO_SPACE, OFF_BOARD]
     near = difflib.get_close_matches(words, known, n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(near)}?" if near else f"one of {NO_SPACE}, {OFF_BOARD} or a space id " \
-                                                            "('knockcam board' lists them)"
+    hint = f"did you mean {' or '.join(near)}?" if near else f"one of {NO_SPACE}, {OFF_BOARD}, none or a space " \
+                                                            "id ('knockcam board' lists them)"
     raise KnockcamError(f"{category!r} is not a space of this board: {hint}")
 
 
@@ -152,10 +156,14 @@ def _as_id(words: str) -> str:
 
 def human_call(position: Position, category: str, board: Board) -> Position:
     """The position put where a person says it rests (a space id, ``no_space`` or ``off_board``): no longer a
-    close call; the camera's own call becomes the runner-up, so the reports can show both."""
+    close call; the camera's own call becomes the runner-up, so the reports can show both. ``none``: no token
+    there; the camera's call is kept for the reports, and the token is left out of the round and the counts."""
     category = check_category(category, board)
     cov = coverage(board, np.asarray([position.token.xy_mm], np.float64), margins=False)
     camera = position.space if position.state == ON_SPACE else position.state
+    if category == NOT_A_TOKEN:
+        return replace(position, ambiguous=False, runner_up=camera, runner_up_coverage=position.coverage,
+                       flags=tuple(f for f in position.flags if f != CLOSE_CALL) + (NOT_A_TOKEN, HUMAN_CALL))
     on_space = board.has_space(category)
     flags = tuple(f for f in position.flags if f not in (CLOSE_CALL, OFF)) + ((OFF,) if category == OFF_BOARD else ())
     return replace(position, space=category if on_space else None, state=ON_SPACE if on_space else category,

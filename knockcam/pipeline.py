@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from knockcam.assign import EXTRA_TOKEN, Position, check_category, human_call
+from knockcam.assign import EXTRA_TOKEN, NOT_A_TOKEN, Position, assign, check_category, human_call
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.tokens import Detection, HiddenArea, Token
@@ -93,13 +93,18 @@ class ScoredPhoto:
         return tuple(i for i, p in enumerate(self.positions) if p.ambiguous)
 
     @property
+    def tokens(self) -> tuple[Position, ...]:
+        """The positions of the tokens on the table: all but those a person said are none (``--call N=none``)."""
+        return tuple(p for p in self.positions if NOT_A_TOKEN not in p.flags)
+
+    @property
     def unseen(self) -> dict[str, int]:
         """For each side in the turn order, how many of its tokens (R2) the photo does not show: out of
         play (off the board, out of the picture) unless something hides them, which only a look tells."""
         from knockcam import settings
 
         per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])
-        seen = {side: sum(p.side == side for p in self.positions) for side in self.order}
+        seen = {side: sum(p.side == side for p in self.tokens) for side in self.order}
         return {side: per_side - n for side, n in seen.items() if n < per_side}
 
     def calibration_dict(self) -> dict:
@@ -111,7 +116,7 @@ class ScoredPhoto:
     def to_dict(self) -> dict:
         """The ``knockcam score --json`` object (issue 6 contract): tokens, calibration, round."""
         tokens = []
-        for p in self.positions:
+        for p in self.tokens:
             full = p.to_dict()
             tokens.append({key: full[key] for key in TOKEN_KEYS})
         hidden = [{"spaces": list(self.hidden_spaces(a)), "area_mm2": a.area_mm2,
@@ -166,6 +171,9 @@ def round_for(positions: Sequence[Position], board: Board, order: tuple[str, ...
 
     placements, left_out = [], []
     for i, p in enumerate(positions):
+        if NOT_A_TOKEN in p.flags:
+            left_out.append((i, "not a token: a human's call"))
+            continue
         if EXTRA_TOKEN in p.flags:
             left_out.append((i, "more than 4 tokens of this side seen (R2): the least sure one is left out"))
             continue
@@ -275,7 +283,7 @@ class Scorer:
         key = _cache_key(calibration)
         if key in self._frame_checked:
             return
-        from knockcam.assign import assign, places
+        from knockcam.assign import places
         from knockcam.detect import tokens_in_empty_frame
 
         seen = assign(tokens_in_empty_frame(reference, calibration, self.board), self.board)
@@ -313,8 +321,6 @@ class Scorer:
 
     def score_image(self, image: np.ndarray, name: str = "<image>", clock: float | None = None) -> ScoredPhoto:
         """Score a decoded photo (BGR)."""
-        from knockcam.assign import assign
-
         timings = {}
         t0 = clock if clock is not None else time.perf_counter()
         if self.reference is not None and self.reference.shape != image.shape:
@@ -352,14 +358,22 @@ class Scorer:
                            timings_ms={k: round(v, 1) for k, v in timings.items()}, hidden=hidden)
 
     def _human_calls(self, positions: tuple[Position, ...]) -> tuple[Position, ...]:
-        """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's."""
+        """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's. Without the
+        tokens called none, the rest are assigned again: a fifth token of a side (R2) may be one no longer."""
         out = list(positions)
         for n, category in self.options.calls:
             if n > len(out):
                 found = f"#1-#{len(out)}" if out else "none"
                 raise KnockcamError(f"--call {n}={category}: the photo shows {len(out)} token"
                                     f"{'s' if len(out) != 1 else ''} ({found}): give a number from the tokens table")
-            out[n - 1] = human_call(out[n - 1], category, self.board)
+        calls = [(n - 1, check_category(category, self.board)) for n, category in self.options.calls]
+        struck = {i for i, category in calls if category == NOT_A_TOKEN}
+        if struck:
+            kept = [i for i in range(len(out)) if i not in struck]
+            for i, again in zip(kept, assign([out[i].token for i in kept], self.board)):
+                out[i] = again
+        for i, category in calls:
+            out[i] = human_call(out[i], category, self.board)
         return tuple(out)
 
     def _close_calls(self, positions, result, left_out, order) -> list[CloseCall]:

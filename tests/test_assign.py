@@ -2,8 +2,8 @@
 
 import pytest
 
-from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, OFF, UNSURE, assign,
-                             check_category, human_call)
+from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, NOT_A_TOKEN, OFF, UNSURE,
+                             assign, check_category, human_call)
 from knockcam.board import load_board
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
@@ -52,6 +52,9 @@ def test_a_human_call_puts_the_token_where_they_say_and_keeps_the_cameras_call_b
     out = human_call(camera, "off_board", board)
     assert (out.space, out.state, out.coverage) == (None, "off_board", 0.0) and OFF in out.flags
     assert human_call(camera, "no_space", board).state == "no_space"
+    struck = human_call(camera, "none", board)  # no token there: the camera's call kept for the reports
+    assert (struck.space, struck.runner_up, struck.coverage) == (camera.space, camera.space, camera.coverage)
+    assert not struck.ambiguous and struck.flags[-2:] == (NOT_A_TOKEN, HUMAN_CALL) and CLOSE_CALL not in struck.flags
 
 
 def test_a_call_naming_no_space_of_the_board_says_which_it_may_have_meant(board):
@@ -60,6 +63,7 @@ def test_a_call_naming_no_space_of_the_board_says_which_it_may_have_meant(board)
     assert check_category("Virginia Avenue", board) == "virginia_avenue"
     assert check_category("Go to Jail", board) == "go_to_jail"
     assert check_category("no space", board) == "no_space" and check_category("Off the board", board) == "off_board"
+    assert check_category("none", board) == check_category("no token", board) == NOT_A_TOKEN
     with pytest.raises(KnockcamError, match="'House' names 2 spaces: give one of house_1, house_2"):
         check_category("House", board)
     with pytest.raises(KnockcamError, match="did you mean baltic_avenue"):

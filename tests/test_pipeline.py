@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from knockcam.board.layout import load_board
+from knockcam.assign import EXTRA_TOKEN, NOT_A_TOKEN
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import (TOKEN_KEYS, ScoreOptions, Scorer, parse_order, round_for,
@@ -175,6 +176,27 @@ def test_a_human_call_settles_a_close_call_and_the_round_pays_it():
     assert scored.to_dict()["tokens"][0]["space"] == other
     with pytest.raises(KnockcamError, match=r"--call 3=chance: the photo shows 2 tokens \(#1-#2\)"):
         score_photo(s.photo, ScoreOptions(calibration=s.calibration, calls=((3, "chance"),)), detector=_fixed(tokens))
+
+
+def test_a_token_called_none_is_left_out_and_a_fifth_of_its_side_counts_again():
+    """--call N=none (a false detection): the token stays in the table under its number, but the round, the JSON
+    and the counts leave it out; five reds seen, one of them none: the least sure red is no extra token now."""
+    s = scene()
+    reds = [Token("red", _centre(sp.id), 0.9 - 0.1 * k, 1.0) for k, sp in enumerate(BOARD.properties[:5])]
+    options = dict(calibration=s.calibration, order=("red", "blue"))
+    camera = score_photo(s.photo, ScoreOptions(**options), detector=_fixed(reds))
+    assert [EXTRA_TOKEN in p.flags for p in camera.positions].count(True) == 1
+    extra = next(i for i, p in enumerate(camera.positions) if EXTRA_TOKEN in p.flags)
+    phantom = next(i for i, p in enumerate(camera.positions) if i != extra)
+    scored = score_photo(s.photo, ScoreOptions(**options, calls=((phantom + 1, "none"),)), detector=_fixed(reds))
+    assert len(scored.positions) == 5 and NOT_A_TOKEN in scored.positions[phantom].flags
+    assert EXTRA_TOKEN not in scored.positions[extra].flags and not scored.positions[extra].ambiguous
+    assert dict(scored.left_out) == {phantom: "not a token: a human's call"}
+    paid = [camera.positions[i].space for i in range(5) if i != phantom]
+    values = {sp.id: sp.value for sp in BOARD.properties}
+    assert scored.round.delta["red"] == sum(values[sp] for sp in paid) + _bonus(
+        [BOARD.space(sp) for sp in paid])
+    assert len(scored.to_dict()["tokens"]) == 4 and scored.unseen == {"blue": 4}
 
 
 def _pair_of_neighbours():

@@ -61,7 +61,8 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
     p.add_argument("--pot", metavar="M", type=int, default=None, help="Free Parking pot before the round (default 500)")
     p.add_argument("--call", metavar="N=WHERE", action="append", type=_call, default=[],
                    help="settle token N (its number in the tokens table) where you see it rest: a space id or "
-                        "name, no_space or off_board, e.g. --call 5=chance; once per token")
+                        "name, no_space or off_board, or none when it is no token at all; e.g. --call 5=chance; "
+                        "once per token")
 
 
 def add_max_error(p: argparse.ArgumentParser) -> None:
@@ -150,7 +151,7 @@ def tokens_table(scored):
             rival += f" ({p.runner_up_coverage:.0%})" if p.runner_up_coverage >= 0.005 else ""
             notes.append(f"CLOSE CALL vs {rival}")
         notes += [human_call_words(board, p) if f == "human_call" else f.replace("_", " ")
-                  for f in p.flags if f not in ("close_call", "off_board")]
+                  for f in p.flags if f not in ("close_call", "off_board", "not_a_token")]
         if p.ambiguous and notes:
             notes[-1] += ": a human decides"
         style = "bold magenta" if p.ambiguous else None

@@ -44,7 +44,9 @@ def space_name(board, category: str | None) -> str:
 
 
 def call_words(board, position) -> str:
-    """Where a token was called, in words: the space, or no space / off the board."""
+    """Where a token was called, in words: the space, or no space / off the board (or not a token at all)."""
+    if "not_a_token" in position.flags:
+        return "not a token"
     if position.state == "on_space":
         return space_name(board, position.space)
     return space_name(board, position.state)
@@ -67,7 +69,7 @@ def token_lines(scored) -> list[str]:
         for flag in p.flags:
             if flag == "human_call":
                 note.append(human_call_words(board, p))
-            elif flag not in ("close_call", "off_board"):
+            elif flag not in ("close_call", "off_board", "not_a_token"):
                 note.append(flag.replace("_", " "))
         out.append(f"{i:>2}  {p.side:<6} {call_words(board, p)[:24]:<24} {p.coverage:>5.0%} "
                    f"{p.margin_mm:>5.1f}mm {p.token.confidence:>4.2f}  {'; '.join(note)}")
@@ -148,7 +150,7 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
     # the space each token was given, in its side's colour (close calls: both candidates, dashed magenta)
     for i in chosen:
         p = scored.positions[i]
-        if p.ambiguous:
+        if p.ambiguous or "not_a_token" in p.flags:
             continue
         if p.state == "on_space":
             poly = to_px(d.densify(board.space(p.space).polygon))
@@ -174,7 +176,8 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
         c = tuple(int(v) for v in d.as_int([centre])[0])
         if p.ambiguous and p.margin_mm * px_per_mm >= 3:
             d.dashed(image, to_px(d.circle_mm(xy, p.margin_mm, 64)), d.CLOSE, 1, dash=5, gap=4)
-        d.polyline(image, ring, d.CLOSE if p.ambiguous else d.side_bgr(p.side), max(2, line), halo=1)
+        ink = d.MUTED if "not_a_token" in p.flags else d.CLOSE if p.ambiguous else d.side_bgr(p.side)
+        d.polyline(image, ring, ink, max(2, line), halo=1)
         cv2.circle(image, c, max(2, line), (0, 0, 0), -1, cv2.LINE_AA)
         cv2.circle(image, c, max(1, line - 1), d.side_bgr(p.side), -1, cv2.LINE_AA)
         if p.state == OFF_BOARD:
@@ -187,6 +190,8 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
 
 
 def _label_text(p, i: int) -> str:
+    if "not_a_token" in p.flags:
+        return f"#{i + 1} not a token"
     if "human_call" in p.flags:
         return f"#{i + 1} human's call"
     if p.ambiguous:
@@ -440,7 +445,7 @@ def header(scored, width: int) -> np.ndarray:
     d.put(img, f"knockcam evidence: {name}", (14, 34), 0.9, (255, 255, 255), 2)
     cal = scored.calibration
     err = f"{cal.error_mm:.1f} mm" if cal.error_mm is not None else "unknown"
-    counts = ", ".join(f"{side} {sum(1 for p in scored.positions if p.side == side)}" for side in SIDES)
+    counts = ", ".join(f"{side} {sum(1 for p in scored.tokens if p.side == side)}" for side in SIDES)
     n_close = len(scored.ambiguous)
     human = [f"#{i + 1}" for i, p in enumerate(scored.positions) if "human_call" in p.flags]
     line = (f"calibration: {cal.method}, error {err}   detector: {scored.detector}   tokens: {counts}   "

@@ -122,6 +122,25 @@ def test_a_humans_call_is_drawn_and_written_as_theirs_beside_the_cameras():
     assert not np.array_equal(header(scored, 1600), header(unmarked, 1600))  # "a human's calls: #1" added
 
 
+def test_a_token_called_none_is_drawn_grey_with_no_space_given():
+    """--call N=none: the ring grey, its space not tinted, the text says 'not a token' beside the camera's call."""
+    space = BOARD.properties[3].id
+    token = Token("blue", _centre(space), 0.9, 1.0)
+    view = TopDown(BOARD, px_per_mm=2.0, margin_mm=10.0)
+    pictures = []
+    for calls in ((), ((1, "none"),)):
+        scored = _scored([token], calls=calls)
+        canvas = np.full((view.size[1], view.size[0], 3), 255, np.uint8)
+        draw_calls(canvas, scored, d.view_to_px(view), view.px_per_mm, numbers=False)
+        pictures.append(canvas)
+    corner_in = np.asarray(BOARD.space(space).polygon).min(axis=0) + 4.0
+    u, v = np.round(view.to_px([corner_in])[0]).astype(int)
+    assert not np.array_equal(pictures[0][v, u], [255, 255, 255]) and np.array_equal(pictures[1][v, u], [255, 255, 255])
+    assert np.all(pictures[1] == d.MUTED, axis=2).any() and not np.all(pictures[0] == d.MUTED, axis=2).any()
+    line = token_lines(scored)[1]
+    assert "not a token" in line and f"a human's call (the camera's: {BOARD.space(space).name}" in line
+
+
 def test_free_parking_split_is_spelled_out():
     fp = BOARD.of_kind("free_parking")[0].id
     tokens = [Token("red", _centre(fp), 0.9, 1.0), Token("blue", (_centre(fp)[0] + 30, _centre(fp)[1]), 0.9, 1.0),
