@@ -30,6 +30,8 @@ UNSURE = "unsure"  # a look doubts the token: a weak score (it may be no token a
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
 HUMAN_CALL = "human_call"  # a person said where it rests (``human_call``); the camera's call is the runner-up
 NOT_A_TOKEN = "not_a_token"  # a person said there is no token there (a false detection): left out of everything
+ADDED = "added_by_hand"  # a token the camera did not see, put on its space by a person (``added_token``)
+BY_HAND = "by_hand"  # Token.source of such a token
 
 # Token.source values that mean the two detectors disagreed (set by knockcam.detect.combine; verifier_only:
 # neither reported it, knockcam.detect.verify found it beside another token).
@@ -116,6 +118,8 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
             flags.append(UNSURE)
         if rest.state == OFF_BOARD:
             flags.append(OFF)
+        if token.source == BY_HAND:
+            flags.append(ADDED)
         # a fallen token is stood back up where it fell (S3): its base centre is less sure (fallen_sigma_mm),
         # so its call is close sooner; well inside a space it is no closer a call than a standing token's
         ambiguous = close or i in extras or token.source in DISPUTED_SOURCES or token.unsure
@@ -147,6 +151,24 @@ def check_category(category: str, board: Board) -> str:
     hint = f"did you mean {' or '.join(near)}?" if near else f"one of {NO_SPACE}, {OFF_BOARD}, none or a space " \
                                                             "id ('knockcam board' lists them)"
     raise KnockcamError(f"{category!r} is not a space of this board: {hint}")
+
+
+def added_token(side: str, category: str, board: Board) -> Token:
+    """A token the camera did not see, put by a person on a space (id or name): in its middle, sure of it."""
+    if side not in SIDES:
+        raise KnockcamError(f"{side!r} is not a side: one of {', '.join(SIDES)}")
+    space = check_category(category, board)
+    if not board.has_space(space):
+        raise KnockcamError(f"a token added by hand goes on a space (its id or name), not {space}")
+    polygon = np.asarray(board.space(space).polygon, np.float64)
+    xy = polygon.mean(axis=0)
+    rest = coverage(board, xy[None], margins=False)[0]
+    if rest.space_id != space or rest.share < 0.999:  # the base not all on it there (an L-shaped space, say)
+        label = [s.id for s in board.spaces].index(space) + 1
+        inside = cv2.distanceTransform((_space_raster(board, 1.0) == label).astype(np.uint8), cv2.DIST_L2, 5)
+        y, x = np.unravel_index(int(np.argmax(inside)), inside.shape)  # the pixel deepest inside (1 px = 1 mm)
+        xy = np.array([float(x), float(y)])
+    return Token(side, (float(xy[0]), float(xy[1])), 1.0, sigma_mm=0.0, source=BY_HAND)
 
 
 def _as_id(words: str) -> str:

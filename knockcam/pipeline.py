@@ -15,7 +15,8 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from knockcam.assign import EXTRA_TOKEN, NOT_A_TOKEN, Position, assign, check_category, human_call
+from knockcam.assign import (EXTRA_TOKEN, NOT_A_TOKEN, Position, added_token, assign, check_category,
+                             human_call)
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.detect.tokens import Detection, HiddenArea, Token
@@ -53,6 +54,7 @@ class ScoreOptions:
     pot: int = POT_START  # the Free Parking pot before the round (R4)
     max_error_mm: float | None = None  # the calibration error accepted (None: calibrate.yaml quality.max_error_mm)
     calls: tuple[tuple[int, str], ...] = ()  # a person's calls: (token number as reported, from 1; where it rests)
+    added: tuple[tuple[str, str], ...] = ()  # tokens the camera missed, added by a person: (side, space)
 
 
 @dataclass(frozen=True)
@@ -219,6 +221,11 @@ class Scorer:
                     check_category(category, self.board)
                 except KnockcamError as exc:
                     raise KnockcamError(f"--call {n}={category}: {exc}") from None
+        for side, where in options.added:
+            try:
+                added_token(side, where, self.board)
+            except KnockcamError as exc:
+                raise KnockcamError(f"--add {side}={where}: {exc}") from None
         if options.order:
             # the engine checks the turn order and pot before any photo is looked at
             round_for((), self.board, tuple(options.order), int(options.pot))
@@ -358,8 +365,9 @@ class Scorer:
                            timings_ms={k: round(v, 1) for k, v in timings.items()}, hidden=hidden)
 
     def _human_calls(self, positions: tuple[Position, ...]) -> tuple[Position, ...]:
-        """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's. Without the
-        tokens called none, the rest are assigned again: a fifth token of a side (R2) may be one no longer."""
+        """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's, and the tokens
+        they added (``ScoreOptions.added``) after the camera's, so no number changes. Without the tokens called
+        none, with the ones added, all are assigned again: which token of a side is a fifth (R2) may change."""
         out = list(positions)
         for n, category in self.options.calls:
             if n > len(out):
@@ -368,9 +376,12 @@ class Scorer:
                                     f"{'s' if len(out) != 1 else ''} ({found}): give a number from the tokens table")
         calls = [(n - 1, check_category(category, self.board)) for n, category in self.options.calls]
         struck = {i for i, category in calls if category == NOT_A_TOKEN}
-        if struck:
-            kept = [i for i in range(len(out)) if i not in struck]
-            for i, again in zip(kept, assign([out[i].token for i in kept], self.board)):
+        added = [added_token(side, where, self.board) for side, where in self.options.added]
+        if struck or added:
+            tokens = [p.token for p in out] + added
+            out += [None] * len(added)
+            kept = [i for i in range(len(tokens)) if i not in struck]
+            for i, again in zip(kept, assign([tokens[i] for i in kept], self.board)):
                 out[i] = again
         for i, category in calls:
             out[i] = human_call(out[i], category, self.board)

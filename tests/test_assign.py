@@ -1,9 +1,10 @@
 """Assignment of token bases to spaces (RULES.md S3), close calls and the R2 / S2 sanity checks."""
 
+import numpy as np
 import pytest
 
-from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, NOT_A_TOKEN, OFF, UNSURE,
-                             assign, check_category, human_call)
+from knockcam.assign import (ADDED, CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, NOT_A_TOKEN, OFF,
+                             UNSURE, added_token, assign, check_category, human_call)
 from knockcam.board import load_board
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
@@ -70,6 +71,27 @@ def test_a_call_naming_no_space_of_the_board_says_which_it_may_have_meant(board)
         check_category("baltc_avenue", board)
     with pytest.raises(KnockcamError, match="'knockcam board' lists them"):
         check_category("the kitchen", board)
+
+
+def test_a_token_added_by_hand_rests_well_inside_its_space_even_an_l_shaped_one(board):
+    """--add: the token is put deep inside the space named, sure; a space whose corners' mean lies outside it
+    (an L-shaped one in a board file of one's own) gets the point deepest inside instead."""
+    (p,) = assign([added_token("red", "Park Place", board)], board)
+    assert (p.space, p.coverage, p.ambiguous, p.flags) == ("park_place", 1.0, False, (ADDED,))
+    assert p.margin_mm > 10 and p.token.confidence == 1.0
+    for side, where, words in (("purple", "park_place", "not a side"), ("red", "no_space", "goes on a space")):
+        with pytest.raises(KnockcamError, match=words):
+            added_token(side, where, board)
+    from dataclasses import replace
+
+    (x0, y0), (x1, y1) = (np.min(board.space("free_parking").polygon, axis=0),
+                          np.max(board.space("free_parking").polygon, axis=0))
+    xm, ym = (x0 + x1) / 2, (y0 + y1) / 2  # the L: the space less its far right quarter; its corners' mean is (xm, ym)
+    corner = ((x0, y0), (x1, y0), (x1, ym), (xm, ym), (xm, y1), (x0, y1))
+    l_board = replace(board, spaces=tuple(replace(s, polygon=corner) if s.id == "free_parking" else s
+                                          for s in board.spaces))
+    (p,) = assign([added_token("green", "free_parking", l_board)], l_board)
+    assert p.space == "free_parking" and p.coverage == pytest.approx(1.0) and not p.ambiguous
 
 
 def test_a_smaller_sigma_makes_the_same_call_sure(board):

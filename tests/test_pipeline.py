@@ -199,6 +199,27 @@ def test_a_token_called_none_is_left_out_and_a_fifth_of_its_side_counts_again():
     assert len(scored.to_dict()["tokens"]) == 4 and scored.unseen == {"blue": 4}
 
 
+def test_a_token_added_by_hand_is_numbered_last_paid_and_counted():
+    """--add red=SPACE: a token the camera missed, after the camera's tokens (their numbers unchanged), paid by
+    the round; a fifth red so made leaves the least sure of the camera's reds out (R2), not the one added."""
+    s = scene()
+    reds = [Token("red", _centre(sp.id), 0.9 - 0.1 * k, 1.0) for k, sp in enumerate(BOARD.properties[:4])]
+    options = dict(calibration=s.calibration, order=("red", "blue"))
+    camera = score_photo(s.photo, ScoreOptions(**options), detector=_fixed(reds))
+    space = BOARD.properties[10]
+    scored = score_photo(s.photo, ScoreOptions(**options, added=(("red", space.name),)), detector=_fixed(reds))
+    assert [p.token for p in scored.positions[:4]] == [p.token for p in camera.positions]
+    added = scored.positions[4]
+    assert (added.side, added.space, added.ambiguous) == ("red", space.id, False) and "added_by_hand" in added.flags
+    least_sure = min(range(4), key=lambda i: camera.positions[i].token.confidence)
+    assert dict(scored.left_out) == {least_sure: "more than 4 tokens of this side seen (R2): the least sure one is "
+                                                 "left out"}
+    assert space.id in scored.round.per_side["red"].properties
+    assert len(scored.to_dict()["tokens"]) == 5 and scored.unseen == {"blue": 4}
+    with pytest.raises(KnockcamError, match="--add red=no_space: a token added by hand goes on a space"):
+        Scorer(ScoreOptions(**options, added=(("red", "no_space"),)))
+
+
 def _pair_of_neighbours():
     """Two properties of different values that share an edge."""
     props = BOARD.properties

@@ -24,6 +24,7 @@ EPILOG = """examples:
   knockcam score photo.jpg --calibration calibration/table.yaml --reference empty.jpg --json
   knockcam score photos/ --order red,blue --out scores/      every photo: summary.csv, summary.json, evidence/
   knockcam score photo.jpg --order red,blue --call 5=chance  token #5 settled by a person: it rests on Chance
+  knockcam score photo.jpg --order red,blue --add red=park_place   a red token the camera missed, on Park Place
 
 exit codes: 0 scored; 2 bad input (one line on stderr says what and what to do);
             1 a folder where some photos could not be scored (summary.csv says which and why)"""
@@ -63,6 +64,9 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
                    help="settle token N (its number in the tokens table) where you see it rest: a space id or "
                         "name, no_space or off_board, or none when it is no token at all; e.g. --call 5=chance; "
                         "once per token")
+    p.add_argument("--add", metavar="SIDE=SPACE", action="append", type=_added, default=[],
+                   help="a token the camera did not see, on a space (id or name): e.g. --add red=park_place; "
+                        "numbered after the camera's tokens")
 
 
 def add_max_error(p: argparse.ArgumentParser) -> None:
@@ -83,6 +87,14 @@ def _call(text: str) -> tuple[int, str]:
     return int(number), where.strip()
 
 
+def _added(text: str) -> tuple[str, str]:
+    """``SIDE=SPACE`` -> (side, space): a token added by a person (checked against the board by the Scorer)."""
+    side, _, where = text.partition("=")
+    if not side.strip() or not where.strip():
+        raise argparse.ArgumentTypeError(f"give the token's side and its space, e.g. red=park_place, not {text!r}")
+    return side.strip().lower(), where.strip()
+
+
 def _millimetres(text: str) -> float:
     try:
         value = float(text)
@@ -101,7 +113,8 @@ def options_from(args) -> "ScoreOptions":
         raise KnockcamError("--pot needs --order (the pot only matters when the round is scored)")
     return ScoreOptions(calibration=args.calibration, corners=args.corners, reference=args.reference,
                         board=args.board, order=parse_order(args.order), max_error_mm=args.max_error,
-                        pot=POT_START if args.pot is None else int(args.pot), calls=tuple(getattr(args, "call", ())))
+                        pot=POT_START if args.pot is None else int(args.pot), calls=tuple(getattr(args, "call", ())),
+                        added=tuple(getattr(args, "add", ())))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
     if target.is_dir():
         if args.evidence:
             raise KnockcamError("--evidence is for one photo; for a folder the pictures go to --out DIR/evidence/")
-        if args.call:
-            raise KnockcamError("--call settles a token of one photo: score that photo on its own")
+        if args.call or args.add:
+            raise KnockcamError(f"--{'call' if args.call else 'add'} settles a token of one photo: score that photo "
+                                "on its own")
         return run_folder(target, args)
     if args.out:
         raise KnockcamError("--out is for a folder of photos; for one photo use --evidence OUT.png")

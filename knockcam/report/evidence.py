@@ -194,6 +194,8 @@ def _label_text(p, i: int) -> str:
         return f"#{i + 1} not a token"
     if "human_call" in p.flags:
         return f"#{i + 1} human's call"
+    if "added_by_hand" in p.flags:
+        return f"#{i + 1} added by hand"
     if p.ambiguous:
         return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm"
     if p.state == OFF_BOARD:
@@ -447,7 +449,7 @@ def header(scored, width: int) -> np.ndarray:
     err = f"{cal.error_mm:.1f} mm" if cal.error_mm is not None else "unknown"
     counts = ", ".join(f"{side} {sum(1 for p in scored.tokens if p.side == side)}" for side in SIDES)
     n_close = len(scored.ambiguous)
-    human = [f"#{i + 1}" for i, p in enumerate(scored.positions) if "human_call" in p.flags]
+    human = [f"#{i + 1}" for i, p in enumerate(scored.positions) if {"human_call", "added_by_hand"} & set(p.flags)]
     line = (f"calibration: {cal.method}, error {err}   detector: {scored.detector}   tokens: {counts}   "
             f"close calls: {n_close}" + (f"   a human's calls: {', '.join(human)}" if human else ""))
     d.put(img, line, (14, 66), 0.55, (230, 230, 230), 1)

@@ -182,8 +182,8 @@ def test_a_refusal_offers_max_error_and_max_error_accepts(cli, tmp_path):
 
 
 def test_a_call_on_no_such_token_or_space_or_on_a_folder(cli, tmp_path, scene):
-    """--call N=WHERE: a typo in the space, a number the photo has no token for, or a folder: one line, nothing
-    written."""
+    """--call N=WHERE and --add SIDE=SPACE: a typo in the space, a number the photo has no token for, or a
+    folder: one line, nothing written."""
     calibrated = ("--calibration", scene.calibration)
     _assert_one_clean_line(_score(tmp_path, scene.photo, *calibrated, "--call", "1=chanse", run=cli),
                            "--call 1=chanse", "did you mean chance?")
@@ -192,3 +192,6 @@ def test_a_call_on_no_such_token_or_space_or_on_a_folder(cli, tmp_path, scene):
     folder = tmp_path / "night"
     folder.mkdir()
     _assert_one_clean_line(cli("score", folder, "--call", "1=chance"), "--call settles a token of one photo")
+    _assert_one_clean_line(cli("score", folder, "--add", "red=chance"), "--add settles a token of one photo")
+    _assert_one_clean_line(_score(tmp_path, scene.photo, *calibrated, "--add", "red=boardwlk", run=cli),
+                           "--add red=boardwlk", "did you mean boardwalk?")

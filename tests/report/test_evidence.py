@@ -141,6 +141,13 @@ def test_a_token_called_none_is_drawn_grey_with_no_space_given():
     assert "not a token" in line and f"a human's call (the camera's: {BOARD.space(space).name}" in line
 
 
+def test_a_token_added_by_hand_is_labelled_so():
+    scored = score_photo(scene().photo, ScoreOptions(calibration=scene().calibration, added=(("red", "chance"),)),
+                         detector=lambda image, calibration, board, reference=None: [])
+    (line,) = token_lines(scored)[1:]
+    assert "Chance" in line and "added by hand" in line
+
+
 def test_free_parking_split_is_spelled_out():
     fp = BOARD.of_kind("free_parking")[0].id
     tokens = [Token("red", _centre(fp), 0.9, 1.0), Token("blue", (_centre(fp)[0] + 30, _centre(fp)[1]), 0.9, 1.0),
