@@ -204,7 +204,7 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
         what = ", ".join(f"{side} {n}" for side, n in unseen.items())
         console.print(f"[magenta]not in the photo: {what} token{'s' if sum(unseen.values()) > 1 else ''}, counted as out "
                       "(off the board); if one is hidden on the board (under a hand, behind a cup), move what hides it and "
-                      "score again[/magenta]")
+                      "score again, or add it with --add SIDE=SPACE[/magenta]")
     for line in hidden_lines(scored):
         console.print(f"[magenta]{line}[/magenta]")
     n_close = len(scored.ambiguous)
