@@ -1,0 +1,96 @@
+"""A game file's rounds scored from photos: each round that names a ``photo`` gets its tokens from
+``knockcam score``'s pipeline, with a person's ``calls`` and ``add`` as on its command line; the rules
+engine then plays the game as if they had been typed. Kept apart so the engine stays free of vision.
+
+A round ``{photo: round2.jpg, calls: {5: chance, 7: none}, add: [red=boardwalk]}`` becomes
+``{tokens: [{side, space}, ...]}``; photo paths are relative to the game file. An optional top-level
+``camera: {reference: EMPTY_IMAGE, calibration: FILE}`` gives every photo the same empty-board frame or
+calibration (a fixed camera); without it each photo's board is found on its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from knockcam import settings
+from knockcam.assign import ADDED, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN
+from knockcam.errors import KnockcamError
+from knockcam.pipeline import ScoreOptions, Scorer
+
+PHOTO_FIELDS = ("photo", "calls", "add")  # what a round scored from a photo has instead of tokens
+CAMERA_FIELDS = ("reference", "calibration")
+
+
+def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str) -> tuple[dict, dict[int, dict]]:
+    """The game file with every photo round's tokens found in its photo, and for each such round (by index)
+    the photo and what a person should look at: close calls, tokens not seen, tokens left out."""
+    data = dict(data)
+    camera = data.pop("camera", None) or {}
+    if not isinstance(camera, dict) or set(camera) - set(CAMERA_FIELDS):
+        raise KnockcamError(f"{where}: camera: a mapping with {' and/or '.join(CAMERA_FIELDS)} (paths beside the "
+                            "game file)")
+    base = game_file.resolve().parent
+    fixed = {key: str(base / value) for key, value in camera.items()}
+    order = tuple(data.get("order") or ())
+    per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])  # R2
+    rounds, seen = [], {}
+    for i, item in enumerate(data.get("rounds") or []):
+        if not (isinstance(item, dict) and "photo" in item):
+            rounds.append(item)
+            continue
+        at = f"{where}: rounds[{i}]"
+        if "tokens" in item:
+            raise KnockcamError(f"{at}: give its tokens or a photo, not both")
+        try:
+            scorer = Scorer(ScoreOptions(board=board_file, calls=_calls(item.get("calls"), at),
+                                         added=_added(item.get("add"), at), **fixed))
+            scored = scorer.score(base / str(item["photo"]))
+        except KnockcamError as exc:
+            raise KnockcamError(f"{at}.photo {item['photo']}: {exc}") from None
+        tokens, notes = [], []
+        for n, p in enumerate(scored.positions, 1):
+            if HUMAN_CALL in p.flags:  # said back, so a call left from another run of the photo shows
+                notes.append(f"#{n} {p.side}: {'not a token' if NOT_A_TOKEN in p.flags else p.space or p.state}, a "
+                             f"human's call (the camera's: {p.runner_up})")
+            elif ADDED in p.flags:
+                notes.append(f"#{n} {p.side}: {p.space}, added by hand")
+            if NOT_A_TOKEN in p.flags:
+                continue
+            if EXTRA_TOKEN in p.flags or (order and p.side not in order):
+                why = "a fifth token of its side (R2)" if EXTRA_TOKEN in p.flags else f"{p.side} is not in the game"
+                notes.append(f"#{n} {p.side} left out: {why}")
+                continue
+            tokens.append({"side": p.side, "space": p.space if p.state == "on_space" else None})
+            if p.ambiguous:
+                notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
+                             f"look, and settle it with calls: {{{n}: SPACE}}")
+        unseen = {side: per_side - sum(t["side"] == side for t in tokens) for side in order}
+        missing = ", ".join(f"{side} {k}" for side, k in unseen.items() if k > 0)
+        if missing:
+            notes.append(f"not in the photo: {missing}, counted as out; add one seen on the board with add: "
+                         "[SIDE=SPACE]")
+        rest = {key: value for key, value in item.items() if key not in PHOTO_FIELDS}
+        rounds.append({**rest, "tokens": tokens})
+        seen[i] = {"photo": str(item["photo"]), "calibration": scored.calibration.method, "notes": notes}
+    data["rounds"] = rounds
+    return data, seen
+
+
+def _calls(calls: Any, at: str) -> tuple[tuple[int, str], ...]:
+    """``calls: {5: chance}`` -> ((5, "chance"),)."""
+    if calls is None:
+        return ()
+    if not isinstance(calls, dict) or not all(str(n).isdigit() and isinstance(w, str) for n, w in calls.items()):
+        raise KnockcamError(f"{at}.calls: a mapping of token number to where it rests, e.g. {{5: chance, 7: none}}")
+    return tuple((int(n), w) for n, w in calls.items())
+
+
+def _added(added: Any, at: str) -> tuple[tuple[str, str], ...]:
+    """``add: [red=boardwalk]`` -> (("red", "boardwalk"),)."""
+    if added is None:
+        return ()
+    pairs = [str(a).partition("=") for a in added] if isinstance(added, list) else None
+    if pairs is None or not all(side.strip() and where.strip() for side, _, where in pairs):
+        raise KnockcamError(f"{at}.add: a list of SIDE=SPACE, e.g. [red=boardwalk]")
+    return tuple((side.strip().lower(), where.strip()) for side, _, where in pairs)

@@ -1,0 +1,85 @@
+"""A game file whose rounds name photos: each photo's tokens as ``knockcam score`` finds them, with a person's
+calls and additions, played by the rules engine as if typed."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from knockcam.cli import main
+from knockcam.errors import KnockcamError
+from knockcam.photo_rounds import photo_rounds
+from knockcam.pipeline import ScoreOptions, Scorer
+
+sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
+from synthetic_scene import scene  # noqa: E402
+
+ORDER = ["red", "yellow", "green", "blue"]
+
+
+@pytest.fixture
+def night(tmp_path):
+    """A game folder: the round's photo, the empty-board frame and the calibration of the fixed camera."""
+    s = scene()
+    for path, name in ((s.photo, "round1.jpg"), (s.empty, "empty.jpg"), (s.calibration, "camera.yaml")):
+        shutil.copy(path, tmp_path / name)
+    return tmp_path
+
+
+def _game(folder: Path, rounds: list, **top) -> Path:
+    path = folder / "game.yaml"
+    path.write_text(yaml.safe_dump({"order": ORDER, "pot": 500, "camera": {"reference": "empty.jpg",
+                                                                          "calibration": "camera.yaml"},
+                                    **top, "rounds": rounds}))
+    return path
+
+
+def test_a_photo_rounds_tokens_are_the_ones_score_finds_with_the_calls_applied(night):
+    game = _game(night, [{"photo": "round1.jpg", "calls": {1: "none", 2: "chance"}, "add": ["red=boardwalk"]},
+                         {"tokens": [{"side": "red", "space": "park_place"}]}])
+    data, seen = photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+    scored = Scorer(ScoreOptions(calibration=night / "camera.yaml", reference=night / "empty.jpg",
+                                 calls=((1, "none"), (2, "chance")), added=(("red", "boardwalk"),))
+                    ).score(night / "round1.jpg")
+    expected = [{"side": p.side, "space": p.space if p.state == "on_space" else None} for p in scored.tokens
+                if "extra_token" not in p.flags]
+    assert data["rounds"][0] == {"tokens": expected} and expected[0]["space"] == "chance"  # #2; #1 is none
+    assert {"side": "red", "space": "boardwalk"} in expected and "camera" not in data
+    assert data["rounds"][1] == {"tokens": [{"side": "red", "space": "park_place"}]}
+    assert list(seen) == [0] and seen[0]["photo"] == "round1.jpg" and seen[0]["calibration"] == "truth"
+    notes = "\n".join(seen[0]["notes"])
+    assert "#1 " in notes and "not a token, a human's call" in notes and "chance, a human's call" in notes
+    assert "red: boardwalk, added by hand" in notes
+
+
+def test_the_game_command_plays_photo_rounds_and_says_what_to_look_at(night, capsys):
+    game = _game(night, [{"photo": "round1.jpg"}])
+    assert main(["game", str(game), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["rounds_played"] == 1 and out["photos"][0]["round"] == 1
+    assert out["rounds"][0]["order"] == ORDER and sum(out["rounds"][0]["delta"].values()) > 0
+
+
+@pytest.mark.parametrize("round_, words", [
+    ({"photo": "missing.jpg"}, "rounds[0].photo missing.jpg: photo not found"),
+    ({"photo": "round1.jpg", "tokens": []}, "rounds[0]: give its tokens or a photo, not both"),
+    ({"photo": "round1.jpg", "calls": ["5=chance"]}, "rounds[0].calls: a mapping of token number"),
+    ({"photo": "round1.jpg", "calls": {1: "chanse"}}, "did you mean chance?"),
+    ({"photo": "round1.jpg", "add": "red=boardwalk"}, "rounds[0].add: a list of SIDE=SPACE"),
+])
+def test_a_bad_photo_round_is_named_in_one_line(night, round_, words):
+    game = _game(night, [round_])
+    with pytest.raises(KnockcamError) as err:
+        photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_a_camera_entry_with_anything_else_is_refused(night):
+    game = _game(night, [{"photo": "round1.jpg"}], camera={"lens": "x.yaml"})
+    with pytest.raises(KnockcamError, match="camera: a mapping with reference and/or calibration"):
+        photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
