@@ -42,6 +42,8 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
         at = f"{where}: rounds[{i}]"
         if "tokens" in item:
             raise KnockcamError(f"{at}: give its tokens or a photo, not both")
+        if not isinstance(item["photo"], str):
+            raise KnockcamError(f"{at}.photo: a photo's path beside the game file, not {item['photo']!r}")
         try:
             scorer = Scorer(ScoreOptions(board=board_file, calls=_calls(item.get("calls"), at),
                                          added=_added(item.get("add"), at), **fixed))

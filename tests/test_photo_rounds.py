@@ -68,6 +68,7 @@ def test_the_game_command_plays_photo_rounds_and_says_what_to_look_at(night, cap
 @pytest.mark.parametrize("round_, words", [
     ({"photo": "missing.jpg"}, "rounds[0].photo missing.jpg: photo not found"),
     ({"photo": "round1.jpg", "tokens": []}, "rounds[0]: give its tokens or a photo, not both"),
+    ({"photo": ["a.jpg"]}, "rounds[0].photo: a photo's path beside the game file, not ['a.jpg']"),
     ({"photo": "round1.jpg", "calls": ["5=chance"]}, "rounds[0].calls: a mapping of token number"),
     ({"photo": "round1.jpg", "calls": {1: "chanse"}}, "did you mean chance?"),
     ({"photo": "round1.jpg", "add": "red=boardwalk"}, "rounds[0].add: a list of SIDE=SPACE"),
