@@ -50,33 +50,40 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
             scored = scorer.score(base / str(item["photo"]))
         except KnockcamError as exc:
             raise KnockcamError(f"{at}.photo {item['photo']}: {exc}") from None
-        tokens, notes = [], []
-        for n, p in enumerate(scored.positions, 1):
-            if HUMAN_CALL in p.flags:  # said back, so a call left from another run of the photo shows
-                notes.append(f"#{n} {p.side}: {'not a token' if NOT_A_TOKEN in p.flags else p.space or p.state}, a "
-                             f"human's call (the camera's: {p.runner_up})")
-            elif ADDED in p.flags:
-                notes.append(f"#{n} {p.side}: {p.space}, added by hand")
-            if NOT_A_TOKEN in p.flags:
-                continue
-            if EXTRA_TOKEN in p.flags or (order and p.side not in order):
-                why = "a fifth token of its side (R2)" if EXTRA_TOKEN in p.flags else f"{p.side} is not in the game"
-                notes.append(f"#{n} {p.side} left out: {why}")
-                continue
-            tokens.append({"side": p.side, "space": p.space if p.state == "on_space" else None})
-            if p.ambiguous:
-                notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
-                             f"look, and settle it with calls: {{{n}: SPACE}}")
-        unseen = {side: per_side - sum(t["side"] == side for t in tokens) for side in order}
-        missing = ", ".join(f"{side} {k}" for side, k in unseen.items() if k > 0)
-        if missing:
-            notes.append(f"not in the photo: {missing}, counted as out; add one seen on the board with add: "
-                         "[SIDE=SPACE]")
+        tokens, notes = _tokens_and_notes(scored, order, per_side)
         rest = {key: value for key, value in item.items() if key not in PHOTO_FIELDS}
         rounds.append({**rest, "tokens": tokens})
         seen[i] = {"photo": str(item["photo"]), "calibration": scored.calibration.method, "notes": notes}
     data["rounds"] = rounds
     return data, seen
+
+
+def _tokens_and_notes(scored, order: tuple[str, ...], per_side: int) -> tuple[list[dict], list[str]]:
+    """A scored photo's tokens as a round's ``{side, space}`` list, and what a person should look at, by the
+    numbers ``knockcam score`` shows."""
+    tokens, notes = [], []
+    for n, p in enumerate(scored.positions, 1):
+        if HUMAN_CALL in p.flags:  # said back, so a call left from another run of the photo shows
+            notes.append(f"#{n} {p.side}: {'not a token' if NOT_A_TOKEN in p.flags else p.space or p.state}, a "
+                         f"human's call (the camera's: {p.runner_up})")
+        elif ADDED in p.flags:
+            notes.append(f"#{n} {p.side}: {p.space}, added by hand")
+        if NOT_A_TOKEN in p.flags:
+            continue
+        if EXTRA_TOKEN in p.flags or (order and p.side not in order):
+            why = "a fifth token of its side (R2)" if EXTRA_TOKEN in p.flags else f"{p.side} is not in the game"
+            notes.append(f"#{n} {p.side} left out: {why}")
+            continue
+        tokens.append({"side": p.side, "space": p.space if p.state == "on_space" else None})
+        if p.ambiguous:
+            notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
+                         f"look, and settle it with calls: {{{n}: SPACE}}")
+    unseen = {side: per_side - sum(t["side"] == side for t in tokens) for side in order}
+    missing = ", ".join(f"{side} {k}" for side, k in unseen.items() if k > 0)
+    if missing:
+        notes.append(f"not in the photo: {missing}, counted as out; add one seen on the board with add: "
+                     "[SIDE=SPACE]")
+    return tokens, notes
 
 
 def _calls(calls: Any, at: str) -> tuple[tuple[int, str], ...]:
