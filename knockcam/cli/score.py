@@ -197,8 +197,11 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
         console.print(sides)
         console.print(pot)
         console.print(free_parking_line(scored))
-        for line in stake_lines(scored):
-            console.print(f"[magenta]close call: {line}[/magenta]")
+        for call, line in zip(scored.close_calls, stake_lines(scored)):
+            p = scored.positions[call.index]
+            kept = p.space if p.state == "on_space" else p.state
+            console.print(f"[magenta]close call: {line} (settle it: --call {call.index + 1}={call.other}, or "
+                          f"--call {call.index + 1}={kept} to keep the camera's)[/magenta]", soft_wrap=True)
     unseen = scored.unseen
     if unseen:
         what = ", ".join(f"{side} {n}" for side, n in unseen.items())

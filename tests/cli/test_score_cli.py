@@ -214,3 +214,26 @@ def test_a_close_call_settled_with_call_is_scored_and_shown_as_a_humans(tmp_path
                if line.startswith("│") and line.split("│")[1].strip() == str(n))
     assert "no space" in row and "a human's call (the camera's:" in row
     assert cv2.imread(str(tmp_path / "evidence.png")) is not None
+
+
+def test_each_close_call_line_gives_the_call_that_settles_it(scene):
+    """The stake line of a close call ends with the --call lines that settle it either way."""
+    import numpy as np
+    from rich.console import Console
+
+    from knockcam.board import load_board
+    from knockcam.cli.score import print_scored
+    from knockcam.detect.tokens import Token
+    from knockcam.pipeline import ScoreOptions, score_photo
+
+    board = load_board()
+    common = {tuple(np.round(p, 6)) for p in board.space("baltic_avenue").polygon} & \
+        {tuple(np.round(p, 6)) for p in board.space("oriental_avenue").polygon}
+    on_line = tuple(float(v) + (0.5 if k == 0 else 0.0) for k, v in enumerate(np.mean(sorted(common)[:2], axis=0)))
+    scored = score_photo(scene.photo, ScoreOptions(calibration=scene.calibration, order=("red", "blue")),
+                         detector=lambda image, calibration, board, reference=None: [Token("red", on_line, 0.9, 2.0)])
+    (call,) = scored.close_calls
+    console = Console(record=True, width=200)
+    print_scored(scored, console=console)
+    camera = scored.positions[0].space
+    assert f"(settle it: --call 1={call.other}, or --call 1={camera} to keep the camera's)" in console.export_text()
