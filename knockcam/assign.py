@@ -181,11 +181,11 @@ def human_call(position: Position, category: str, board: Board) -> Position:
     close call; the camera's own call becomes the runner-up, so the reports can show both. ``none``: no token
     there; the camera's call is kept for the reports, and the token is left out of the round and the counts."""
     category = check_category(category, board)
-    cov = coverage(board, np.asarray([position.token.xy_mm], np.float64), margins=False)
     camera = position.space if position.state == ON_SPACE else position.state
     if category == NOT_A_TOKEN:
         return replace(position, ambiguous=False, runner_up=camera, runner_up_coverage=position.coverage,
                        flags=tuple(f for f in position.flags if f != CLOSE_CALL) + (NOT_A_TOKEN, HUMAN_CALL))
+    cov = coverage(board, np.asarray([position.token.xy_mm], np.float64), margins=False)
     on_space = board.has_space(category)
     flags = tuple(f for f in position.flags if f not in (CLOSE_CALL, OFF)) + ((OFF,) if category == OFF_BOARD else ())
     return replace(position, space=category if on_space else None, state=ON_SPACE if on_space else category,

@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knockcam import settings
 from knockcam.assign import ADDED, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN
 from knockcam.errors import KnockcamError
-from knockcam.pipeline import ScoreOptions, Scorer
+from knockcam.pipeline import ScoreOptions, Scorer, placements, unseen
 
 PHOTO_FIELDS = ("photo", "calls", "add")  # what a round scored from a photo has instead of tokens
 CAMERA_FIELDS = ("reference", "calibration")
@@ -33,7 +32,6 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
     base = game_file.resolve().parent
     fixed = {key: str(base / value) for key, value in camera.items()}
     order = tuple(data.get("order") or ())
-    per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])  # R2
     rounds, seen = [], {}
     for i, item in enumerate(data.get("rounds") or []):
         if not (isinstance(item, dict) and "photo" in item):
@@ -50,7 +48,7 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
             scored = scorer.score(base / str(item["photo"]))
         except KnockcamError as exc:
             raise KnockcamError(f"{at}.photo {item['photo']}: {exc}") from None
-        tokens, notes = _tokens_and_notes(scored, order, per_side)
+        tokens, notes = _tokens_and_notes(scored, order)
         rest = {key: value for key, value in item.items() if key not in PHOTO_FIELDS}
         rounds.append({**rest, "tokens": tokens})
         seen[i] = {"photo": str(item["photo"]), "calibration": scored.calibration.method, "notes": notes}
@@ -58,32 +56,27 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
     return data, seen
 
 
-def _tokens_and_notes(scored, order: tuple[str, ...], per_side: int) -> tuple[list[dict], list[str]]:
-    """A scored photo's tokens as a round's ``{side, space}`` list, and what a person should look at, by the
-    numbers ``knockcam score`` shows."""
-    tokens, notes = [], []
+def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[str]]:
+    """A scored photo's tokens as a round's ``{side, space}`` list (as ``knockcam score`` gives them to the
+    engine), and what a person should look at, by the numbers ``knockcam score`` shows."""
+    given, left_out = placements(scored.positions, scored.board, order)
+    notes = []
     for n, p in enumerate(scored.positions, 1):
         if HUMAN_CALL in p.flags:  # said back, so a call left from another run of the photo shows
             notes.append(f"#{n} {p.side}: {'not a token' if NOT_A_TOKEN in p.flags else p.space or p.state}, a "
                          f"human's call (the camera's: {p.runner_up})")
         elif ADDED in p.flags:
             notes.append(f"#{n} {p.side}: {p.space}, added by hand")
-        if NOT_A_TOKEN in p.flags:
-            continue
-        if EXTRA_TOKEN in p.flags or (order and p.side not in order):
-            why = "a fifth token of its side (R2)" if EXTRA_TOKEN in p.flags else f"{p.side} is not in the game"
-            notes.append(f"#{n} {p.side} left out: {why}")
-            continue
-        tokens.append({"side": p.side, "space": p.space if p.state == "on_space" else None})
-        if p.ambiguous:
+        elif p.ambiguous and EXTRA_TOKEN not in p.flags and p.side in order:
             notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
                          f"look, and settle it with calls: {{{n}: SPACE}}")
-    unseen = {side: per_side - sum(t["side"] == side for t in tokens) for side in order}
-    missing = ", ".join(f"{side} {k}" for side, k in unseen.items() if k > 0)
+    notes += [f"#{i + 1} {scored.positions[i].side} left out: {why}" for i, why in left_out
+              if NOT_A_TOKEN not in scored.positions[i].flags]
+    missing = ", ".join(f"{side} {k}" for side, k in unseen(scored.tokens, order).items())
     if missing:
         notes.append(f"not in the photo: {missing}, counted as out; add one seen on the board with add: "
                      "[SIDE=SPACE]")
-    return tokens, notes
+    return [{"side": t.side, "space": t.space} for t in given], notes
 
 
 def _calls(calls: Any, at: str) -> tuple[tuple[int, str], ...]:

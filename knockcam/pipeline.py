@@ -101,13 +101,8 @@ class ScoredPhoto:
 
     @property
     def unseen(self) -> dict[str, int]:
-        """For each side in the turn order, how many of its tokens (R2) the photo does not show: out of
-        play (off the board, out of the picture) unless something hides them, which only a look tells."""
-        from knockcam import settings
-
-        per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])
-        seen = {side: sum(p.side == side for p in self.tokens) for side in self.order}
-        return {side: per_side - n for side, n in seen.items() if n < per_side}
+        """For each side in the turn order, how many of its tokens (R2) the photo does not show (``unseen``)."""
+        return unseen(self.tokens, self.order)
 
     def calibration_dict(self) -> dict:
         cal = self.calibration
@@ -162,16 +157,34 @@ def sort_tokens(tokens: Sequence[Token]) -> list[Token]:
     return sorted(tokens, key=lambda t: (rank.get(t.side, len(SIDES)), -t.xy_mm[1], t.xy_mm[0]))
 
 
+def unseen(tokens: Sequence[Position], sides: Sequence[str]) -> dict[str, int]:
+    """For each side, how many of its tokens (R2) are not among these: out of play (off the board, out of
+    the picture) unless something hides them, which only a look tells."""
+    from knockcam import settings
+
+    per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])
+    seen = {side: sum(p.side == side for p in tokens) for side in sides}
+    return {side: per_side - n for side, n in seen.items() if n < per_side}
+
+
 def round_for(positions: Sequence[Position], board: Board, order: tuple[str, ...], pot: int,
               override: tuple[int, str] | None = None):
-    """The rules engine's result for these positions, and which positions it left out and why.
+    """The rules engine's result for these positions, and which positions it left out and why (``placements``).
+    ``override`` = (index, category) scores one position as another call (for close calls)."""
+    from knockcam.rules import RoundInput, score_round
 
-    Extra tokens of a side (R2) and tokens of sides not in the turn order are left out.
-    ``override`` = (index, category) scores one position as another call (for close calls).
-    """
-    from knockcam.rules import RoundInput, TokenPlacement, score_round
+    tokens, left_out = placements(positions, board, order, override)
+    ri = RoundInput(order=order, pot=pot, tokens=tokens)
+    return score_round(ri, board, where="--order/--pot"), left_out
 
-    placements, left_out = [], []
+
+def placements(positions: Sequence[Position], board: Board, order: Sequence[str],
+               override: tuple[int, str] | None = None):
+    """What the rules engine is given of these positions (each token's side and space), and which positions are
+    left out and why: tokens a person called none, extra tokens of a side (R2), sides not in the turn order."""
+    from knockcam.rules import TokenPlacement
+
+    given, left_out = [], []
     for i, p in enumerate(positions):
         if NOT_A_TOKEN in p.flags:
             left_out.append((i, "not a token: a human's call"))
@@ -185,9 +198,8 @@ def round_for(positions: Sequence[Position], board: Board, order: tuple[str, ...
         space = p.space if p.state == "on_space" else None
         if override is not None and override[0] == i:
             space = override[1] if board.has_space(override[1]) else None
-        placements.append(TokenPlacement(p.side, space))
-    ri = RoundInput(order=order, pot=pot, tokens=tuple(placements))
-    return score_round(ri, board, where="--order/--pot"), tuple(left_out)
+        given.append(TokenPlacement(p.side, space))
+    return tuple(given), tuple(left_out)
 
 
 def _cache_key(calibration: Calibration) -> bytes:
@@ -209,21 +221,11 @@ class Scorer:
             from knockcam.calibrate.corners import parse_corners
 
             parse_corners(options.corners)
-        if options.calls:
-            numbers = [n for n, _ in options.calls]
-            twice = sorted({n for n in numbers if numbers.count(n) > 1})
-            if twice:
-                raise KnockcamError(f"--call: token #{twice[0]} is called twice; give one call per token")
-            for n, category in options.calls:
-                if n < 1:
-                    raise KnockcamError(f"--call {n}={category}: tokens are numbered from 1, as the table shows")
-                try:
-                    check_category(category, self.board)
-                except KnockcamError as exc:
-                    raise KnockcamError(f"--call {n}={category}: {exc}") from None
+        self._calls = self._checked_calls(options.calls)  # (number, category), before any photo is read
+        self._added: list[Token] = []
         for side, where in options.added:
             try:
-                added_token(side, where, self.board)
+                self._added.append(added_token(side, where, self.board))
             except KnockcamError as exc:
                 raise KnockcamError(f"--add {side}={where}: {exc}") from None
         if options.order:
@@ -364,22 +366,37 @@ class Scorer:
                            order=order, round=result, left_out=left_out, close_calls=close,
                            timings_ms={k: round(v, 1) for k, v in timings.items()}, hidden=hidden)
 
+    def _checked_calls(self, calls: tuple[tuple[int, str], ...]) -> list[tuple[int, str]]:
+        """A person's calls with each place as a category of this board (a KnockcamError naming the bad one)."""
+        numbers = [n for n, _ in calls]
+        twice = sorted({n for n in numbers if numbers.count(n) > 1})
+        if twice:
+            raise KnockcamError(f"--call: token #{twice[0]} is called twice; give one call per token")
+        checked = []
+        for n, category in calls:
+            if n < 1:
+                raise KnockcamError(f"--call {n}={category}: tokens are numbered from 1, as the table shows")
+            try:
+                checked.append((n, check_category(category, self.board)))
+            except KnockcamError as exc:
+                raise KnockcamError(f"--call {n}={category}: {exc}") from None
+        return checked
+
     def _human_calls(self, positions: tuple[Position, ...]) -> tuple[Position, ...]:
         """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's, and the tokens
         they added (``ScoreOptions.added``) after the camera's, so no number changes. Without the tokens called
         none, with the ones added, all are assigned again: which token of a side is a fifth (R2) may change."""
         out = list(positions)
-        for n, category in self.options.calls:
+        for (n, _), (_, given) in zip(self._calls, self.options.calls):
             if n > len(out):
                 found = f"#1-#{len(out)}" if out else "none"
-                raise KnockcamError(f"--call {n}={category}: the photo shows {len(out)} token"
+                raise KnockcamError(f"--call {n}={given}: the photo shows {len(out)} token"
                                     f"{'s' if len(out) != 1 else ''} ({found}): give a number from the tokens table")
-        calls = [(n - 1, check_category(category, self.board)) for n, category in self.options.calls]
+        calls = [(n - 1, category) for n, category in self._calls]
         struck = {i for i, category in calls if category == NOT_A_TOKEN}
-        added = [added_token(side, where, self.board) for side, where in self.options.added]
-        if struck or added:
-            tokens = [p.token for p in out] + added
-            out += [None] * len(added)
+        if struck or self._added:
+            tokens = [p.token for p in out] + self._added
+            out += [None] * len(self._added)
             kept = [i for i in range(len(tokens)) if i not in struck]
             for i, again in zip(kept, assign([tokens[i] for i in kept], self.board)):
                 out[i] = again
