@@ -7,8 +7,6 @@ space. A call is ``ambiguous`` when the position's uncertainty (``sigma_mm`` tim
 
 from __future__ import annotations
 
-import difflib
-import re
 from dataclasses import dataclass, replace
 
 import cv2
@@ -16,7 +14,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.geometry import NO_SPACE, OFF_BOARD, ON_SPACE, coverage
-from knockcam.board.layout import Board
+from knockcam.board.layout import Board, as_id
 from knockcam.detect.tokens import HiddenArea, Token
 from knockcam.errors import KnockcamError
 from knockcam.sides import SIDES
@@ -136,21 +134,12 @@ def check_category(category: str, board: Board) -> str:
     KnockcamError naming the nearest ids."""
     if category in (NO_SPACE, OFF_BOARD) or board.has_space(category):
         return category
-    words = _as_id(category)
+    words = as_id(category)
     if words in ("none", "no_token", NOT_A_TOKEN):
         return NOT_A_TOKEN
-    if words in (NO_SPACE, OFF_BOARD, "off_the_board") or board.has_space(words):
+    if words in (NO_SPACE, OFF_BOARD, "off_the_board"):
         return OFF_BOARD if words == "off_the_board" else words
-    named = [space.id for space in board.spaces if _as_id(space.name) == words]
-    if len(named) == 1:
-        return named[0]
-    if named:
-        raise KnockcamError(f"{category!r} names {len(named)} spaces: give one of {', '.join(named)}")
-    known = [space.id for space in board.spaces] + [NO_SPACE, OFF_BOARD]
-    near = difflib.get_close_matches(words, known, n=3, cutoff=0.6)
-    hint = f"did you mean {' or '.join(near)}?" if near else f"one of {NO_SPACE}, {OFF_BOARD}, none or a space " \
-                                                            "id ('knockcam board' lists them)"
-    raise KnockcamError(f"{category!r} is not a space of this board: {hint}")
+    return board.space_id(category, also=(NO_SPACE, OFF_BOARD, "none"))
 
 
 def added_token(side: str, category: str, board: Board) -> Token:
@@ -169,11 +158,6 @@ def added_token(side: str, category: str, board: Board) -> Token:
         y, x = np.unravel_index(int(np.argmax(inside)), inside.shape)  # the pixel deepest inside (1 px = 1 mm)
         xy = np.array([float(x), float(y)])
     return Token(side, (float(xy[0]), float(xy[1])), 1.0, sigma_mm=0.0, source=BY_HAND)
-
-
-def _as_id(words: str) -> str:
-    """Words as an id is written: "Go to Jail" -> "go_to_jail"."""
-    return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
 
 
 def human_call(position: Position, category: str, board: Board) -> Position:

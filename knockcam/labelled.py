@@ -167,7 +167,8 @@ def _label_tokens(tokens, path: Path, board: Board):
             raise KnockcamError(f"{path}: {side!r} is not a side", f"sides are {', '.join(SIDES)}")
         if place not in (NO_SPACE, OFF_BOARD) and not (isinstance(place, str) and board.has_space(place)):
             raise KnockcamError(f"{path}: {side} token on {place!r}: not a space of {board.name}",
-                                "give a space id (knockcam board lists them), no_space or off_board")
+                                board.did_you_mean(str(place), (NO_SPACE, OFF_BOARD))
+                                or "give a space id (knockcam board lists them), no_space or off_board")
         yield side, place
 
 

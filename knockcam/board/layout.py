@@ -5,7 +5,9 @@ Pure Python (no numpy, no OpenCV) so that the rules engine can use it without th
 
 from __future__ import annotations
 
+import difflib
 import math
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -56,10 +58,32 @@ class Board:
         for space in self.spaces:
             if space.id == space_id:
                 return space
-        raise KnockcamError(f"unknown space id {space_id!r} (board {self.source or self.name})")
+        raise KnockcamError(f"unknown space id {space_id!r} (board {self.source or self.name})",
+                            self.did_you_mean(space_id))
 
     def has_space(self, space_id: str) -> bool:
         return any(space.id == space_id for space in self.spaces)
+
+    def space_id(self, words: str, also: tuple[str, ...] = ()) -> str:
+        """The id of the space a person names by its id or its printed name, any case ("Virginia Avenue",
+        "go to jail"); else a KnockcamError that offers the nearest ids (and the caller's other answers,
+        ``also``), so a typo at a prompt or on the command line costs one more try, not a lookup."""
+        if self.has_space(words):
+            return words
+        named = [space.id for space in self.spaces if as_id(space.name) == as_id(words) or space.id == as_id(words)]
+        if len(named) == 1:
+            return named[0]
+        if named:
+            raise KnockcamError(f"{words!r} names {len(named)} spaces: give one of {', '.join(named)}")
+        raise KnockcamError(f"{words!r} is not a space of this board", self.did_you_mean(words, also) or
+                            f"one of {''.join(a + ', ' for a in also)}a space id ('knockcam board' lists them)")
+
+    def did_you_mean(self, words: str, also: tuple[str, ...] = ()) -> str:
+        """The hint "did you mean X or Y?" naming the space ids (or ``also`` answers) nearest to mistyped
+        ``words``; "" when none is near."""
+        near = difflib.get_close_matches(as_id(str(words)), [space.id for space in self.spaces] + list(also),
+                                         n=3, cutoff=0.6)
+        return f"did you mean {' or '.join(near)}?" if near else ""
 
     def of_kind(self, kind: str) -> tuple[Space, ...]:
         return tuple(space for space in self.spaces if space.kind == kind)
@@ -71,6 +95,11 @@ class Board:
     def color_set(self, color_set: str) -> tuple[Space, ...]:
         """The properties of one colour set, in board-file order."""
         return tuple(space for space in self.properties if space.color_set == color_set)
+
+
+def as_id(words: str) -> str:
+    """Words as an id is written: "Go to Jail" -> "go_to_jail"."""
+    return re.sub(r"[^a-z0-9]+", "_", words.lower()).strip("_")
 
 
 def default_board_path() -> Path:

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.tokens import HiddenArea, near_hidden
+from knockcam.errors import KnockcamError
 from knockcam.live.prompts import Question, yes_no
 from knockcam.rules import Game, RoundResult, score_round
 from knockcam.rules import choices
@@ -463,14 +464,14 @@ class Tracker:
     def _space_or_yes_no(self, answer: str) -> str:
         """'yes', 'no', or a space id (its id or printed name): where a token the camera missed is."""
         a = answer.strip()
-        by_name = {sp.name.lower(): sp.id for sp in self.board.spaces}
-        sid = by_name.get(a.lower(), a)
-        if sid in self.kinds:
-            return sid
         try:
             return yes_no(a)
         except ValueError:
-            raise ValueError("answer yes, no, or the space the token is on") from None
+            pass
+        try:
+            return self.board.space_id(a)
+        except KnockcamError as err:
+            raise ValueError(f"answer yes, no, or the space the token is on ({err})") from None
 
     def _maybe_off_board(self, side: str, obs: Observation) -> Tracked | None:
         self.off_asked = (side, self.slid.get(side, 0))
@@ -582,7 +583,6 @@ class Tracker:
         positions = [[side, space] for side, space in placements]
         rank = {side: i for i, side in enumerate(self.order)}
         props = {p.id for p in self.board.properties}
-        by_name = {p.name.lower(): p.id for p in self.board.properties}
         out: dict[str, list[str]] = {}
         for side in self.order:
             slots = [i for i, (s, sp) in enumerate(positions) if s == side and sp and self.kinds[sp] == "railroad"]
@@ -601,12 +601,15 @@ class Tracker:
                 a = answer.strip()
                 if a.lower() in ("y", "yes", "ok"):
                     return ",".join(best)
-                picks = [by_name.get(p.strip().lower(), p.strip()) for p in a.split(",") if p.strip()]
+                try:
+                    picks = [self.board.space_id(p.strip()) for p in a.split(",") if p.strip()]
+                except KnockcamError as err:
+                    raise ValueError(str(err)) from None
                 if len(picks) != n:
                     raise ValueError(f"give {n} propert{'y' if n == 1 else 'ies'} (comma-separated) or yes")
                 for p in picks:
                     if p not in props:
-                        raise ValueError(f"{p!r} is not a property")
+                        raise ValueError(f"{self.names[p]} is not a property")
                     if p not in free_ids:
                         raise ValueError(f"{p} is occupied")
                 if len(set(picks)) != len(picks):
@@ -642,8 +645,6 @@ class Tracker:
         requested, self.review_requested = self.review_requested, False
         if not requested and (self.review == "never" or (self.review == "ambiguous" and not doubtful)):
             return
-        spaces = {s.id for s in self.board.spaces}
-        by_name = {s.name.lower(): s.id for s in self.board.spaces}
         n_tokens = len(self.tokens)
         while True:
             self.tell(f"Round {self.round} positions:\n" + "\n".join(self.review_lines()))
@@ -656,9 +657,13 @@ class Tracker:
                 if len(parts) != 2 or not parts[0].isdigit() or not 1 <= int(parts[0]) <= n_tokens:
                     raise ValueError(f"Enter to score, or '<token 1-{n_tokens}> <space id | off | jail>'")
                 target = parts[1].strip()
-                target = by_name.get(target.lower(), target)
-                if target not in spaces and target not in ("off", "jail", "none"):
-                    raise ValueError(f"unknown space {target!r}")
+                if target.lower() in ("off", "jail", "none"):
+                    target = target.lower()
+                else:
+                    try:
+                        target = self.board.space_id(target, also=("off", "jail"))
+                    except KnockcamError as err:
+                        raise ValueError(str(err)) from None
                 return f"{int(parts[0])} {target}"
 
             answer = self.ask("review", None, "Enter to score this round, or fix a token: '<n> <space id | off>'",

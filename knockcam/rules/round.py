@@ -140,6 +140,12 @@ def _bad(where: str, fld: str, message: str, rule: str | None = None) -> Knockca
     return KnockcamError(f"{where}: {fld}: {message}{suffix}")
 
 
+def _unknown_space(space: Any, board: Board) -> str:
+    """A space id the board lacks, with the nearest ids when it looks mistyped."""
+    hint = board.did_you_mean(str(space))
+    return f"unknown space id {space!r} on board {board.name!r}" + (f": {hint}" if hint else "")
+
+
 def _is_money(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
@@ -178,7 +184,7 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
     for i, token in enumerate(ri.tokens):
         side_in_order(token.side, f"tokens[{i}].side")
         if token.space is not None and not board.has_space(token.space):
-            raise _bad(where, f"tokens[{i}].space", f"unknown space id {token.space!r} on board {board.name!r}")
+            raise _bad(where, f"tokens[{i}].space", _unknown_space(token.space, board))
         count[token.side] += 1
         if count[token.side] > TOKENS_PER_SIDE:
             raise _bad(where, "tokens", f"side {token.side!r} has more than {TOKENS_PER_SIDE} tokens", "R2")
@@ -204,7 +210,7 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
             if pick is None:
                 continue
             if not board.has_space(pick):
-                raise _bad(where, fld, f"unknown space id {pick!r} on board {board.name!r}", "E2")
+                raise _bad(where, fld, _unknown_space(pick, board), "E2")
             if board.space(pick).kind != "property":
                 raise _bad(where, fld, f"{pick!r} is a {board.space(pick).kind}, not a property", "E2")
         if len(set(named)) != len(named):
@@ -213,7 +219,7 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
         fld = f"house_choice.{side}"
         side_in_order(side, fld)
         if not isinstance(pick, str) or not board.has_space(pick):
-            raise _bad(where, fld, f"unknown space id {pick!r} on board {board.name!r}", "E3c")
+            raise _bad(where, fld, _unknown_space(pick, board), "E3c")
         if board.space(pick).kind != "property":
             raise _bad(where, fld, f"{pick!r} is a {board.space(pick).kind}, not a property", "E3c")
         if on_kind[side].get("house", 0) == 0:

@@ -4,10 +4,12 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 
 from knockcam.board import COLOR_SETS, default_board_path, load_board
 from knockcam.board.geometry import coverage
 from knockcam.board.validate import overlap_area, polygon_area
+from knockcam.errors import KnockcamError
 
 
 def test_default_board_has_every_colour_set_with_its_printed_bonus():
@@ -113,3 +115,20 @@ def test_hazards_sit_beside_valuable_spaces():
         assert neighbours and max(p.value for p in neighbours) > valuable, hazard
     jail = board.of_kind("go_to_jail")[0]
     assert "dark_blue" in {p.color_set for p in board.properties if _share_an_edge(jail, p)}
+
+
+def test_a_space_is_named_by_its_id_or_printed_name_and_a_typo_gets_the_nearest_ids():
+    board = load_board()
+    assert board.space_id("boardwalk") == "boardwalk"
+    assert board.space_id("Virginia Avenue") == board.space_id("virginia avenue") == "virginia_avenue"
+    assert board.space_id("Go to Jail") == "go_to_jail"
+    with pytest.raises(KnockcamError, match="'House' names 2 spaces: give one of house_1, house_2"):
+        board.space_id("House")
+    with pytest.raises(KnockcamError, match="'bordwalk' is not a space of this board: did you mean boardwalk"):
+        board.space_id("bordwalk")
+    with pytest.raises(KnockcamError, match="did you mean off"):
+        board.space_id("of", also=("off", "jail"))
+    with pytest.raises(KnockcamError, match="one of off, jail, a space id .'knockcam board' lists them."):
+        board.space_id("the kitchen", also=("off", "jail"))
+    with pytest.raises(KnockcamError, match="unknown space id 'chanse' .*: did you mean chance"):
+        board.space("chanse")

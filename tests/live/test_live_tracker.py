@@ -171,6 +171,39 @@ def test_railroad_answer_to_an_occupied_property_is_refused(board):
         run.put("b2", "blue", "oriental_avenue")
 
 
+def test_railroad_answer_may_be_a_printed_name_and_a_typo_names_the_nearest(board):
+    run = Run(board, tokens=2, answers={"r1:railroad:red:1": "Boardwalk"})
+    run.put("r1", "red", "railroad")
+    run.put("b1", "blue", "baltic_avenue")
+    run.put("r2", "red", "park_place")
+    run.put("b2", "blue", "oriental_avenue")
+    assert run.prompter.asked == [("r1:railroad:red:1", "boardwalk")]
+    run = Run(board, tokens=2, answers={"r1:railroad:red:1": "bordwalk"})
+    run.put("r1", "red", "railroad")
+    run.put("b1", "blue", "baltic_avenue")
+    run.put("r2", "red", "park_place")
+    with pytest.raises(KnockcamError, match="'bordwalk' is not a space of this board: did you mean boardwalk"):
+        run.put("b2", "blue", "oriental_avenue")
+
+
+@pytest.mark.parametrize("answer, error", [("1 bordwalk", "did you mean boardwalk"), ("1 of", "did you mean off"),
+                                           ("1 the kitchen", "one of off, jail, a space id")])
+def test_a_mistyped_space_at_the_review_names_the_nearest(board, answer, error):
+    run = Run(board, review="always", answers={"r1:review:-:1": answer})
+    run.put("r", "red", "baltic_avenue")
+    with pytest.raises(KnockcamError, match=error):
+        run.put("b", "blue", "oriental_avenue")
+
+
+def test_the_review_takes_printed_names_and_any_case(board):
+    run = Run(board, review="always", answers={"r1:review:-:1": "1 Park Place", "r1:review:-:2": "2 OFF",
+                                                  "r1:review:-:3": "ok"})
+    run.put("r", "red", "baltic_avenue")
+    run.put("b", "blue", "oriental_avenue")
+    assert [d["after"] for k, d in run.events if k == "override"] == [
+        {"space": "park_place", "state": "board"}, {"space": None, "state": "out"}]
+
+
 def test_an_override_at_the_review_changes_the_score_and_is_logged(board):
     run = Run(board, review="always", answers={"r1:review:-:1": "1 boardwalk", "r1:review:-:2": "ok"})
     run.put("r", "red", "baltic_avenue")
@@ -328,6 +361,12 @@ def test_a_token_the_camera_missed_can_be_placed_by_naming_its_space(board):
     assert any(k == "override" for k, _ in run.events)
     run.put("b", "blue", "baltic_avenue")
     assert run.game.history[0].delta == {"red": 500, "blue": 100}
+
+
+def test_a_mistyped_space_for_a_token_the_camera_missed_names_the_nearest(board):
+    run = Run(board, answers={"r1:off:red:1": "bordwalk"})
+    with pytest.raises(KnockcamError, match="answer yes, no, or the space .* did you mean boardwalk"):
+        run.see(launched=True)
 
 
 def test_a_board_cleared_too_early_scores_the_round_as_it_was_and_starts_the_next(board):

@@ -113,7 +113,7 @@ def test_S2_unknown_variant_and_event_kind_are_refused(board):
 # -- S3 resting place -----------------------------------------------------------------------------
 def test_S3_unknown_space_id_is_refused_naming_the_field(board):
     message = _error(board, build(["red", "blue"], [("red", "boardwalk"), ("blue", "bordwalk")]))
-    assert "tokens[1].space: unknown space id 'bordwalk'" in message
+    assert "tokens[1].space: unknown space id 'bordwalk'" in message and "did you mean boardwalk?" in message
 
 
 def test_S3_token_on_a_non_scoring_space_scores_nothing(play):
