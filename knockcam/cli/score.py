@@ -152,20 +152,14 @@ def tokens_table(scored):
     from rich.table import Table
     from rich.text import Text
 
-    from knockcam.report.evidence import call_words, human_call_words, space_name
+    from knockcam.report.evidence import call_words, token_notes
 
     board = scored.board
     table = Table(title=f"Tokens in {Path(scored.image_path).name}", title_justify="left")
     for header in ("#", "Side", "Rests on (S3)", "Coverage", "Margin", "Conf.", "Note"):
         table.add_column(header, justify="right" if header in ("#", "Coverage", "Margin", "Conf.") else "left")
     for i, p in enumerate(scored.positions, 1):
-        notes = []
-        if "close_call" in p.flags:
-            rival = space_name(board, p.runner_up)
-            rival += f" ({p.runner_up_coverage:.0%})" if p.runner_up_coverage >= 0.005 else ""
-            notes.append(f"CLOSE CALL vs {rival}")
-        notes += [human_call_words(board, p) if f == "human_call" else f.replace("_", " ")
-                  for f in p.flags if f not in ("close_call", "off_board", "not_a_token")]
+        notes = token_notes(board, p)
         if p.ambiguous and notes:
             notes[-1] += ": a human decides"
         style = "bold magenta" if p.ambiguous else None

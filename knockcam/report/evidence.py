@@ -57,22 +57,27 @@ def human_call_words(board, position) -> str:
     return f"a human's call (the camera's: {space_name(board, position.runner_up)} {position.runner_up_coverage:.0%})"
 
 
+def token_notes(board, position) -> list[str]:
+    """Why a token's call needs a look, in words: the close call with its rival space, then its other flags."""
+    notes = []
+    if "close_call" in position.flags:
+        share = f" ({position.runner_up_coverage:.0%})" if position.runner_up_coverage >= 0.005 else ""
+        notes.append(f"CLOSE CALL vs {space_name(board, position.runner_up)}{share}")
+    for flag in position.flags:
+        if flag == "human_call":
+            notes.append(human_call_words(board, position))
+        elif flag not in ("close_call", "off_board", "not_a_token"):
+            notes.append(flag.replace("_", " "))
+    return notes
+
+
 def token_lines(scored) -> list[str]:
-    """The token list as fixed-width lines: number, side, call, coverage, margin, confidence, flags."""
+    """The token list as fixed-width lines: number, side, call, coverage, margin, confidence, notes."""
     board = scored.board
     out = [f"{'#':>2}  {'side':<6} {'rests on (S3)':<24} {'cover':>5} {'margin':>7} {'conf':>4}  note"]
     for i, p in enumerate(scored.positions, 1):
-        note = []
-        if "close_call" in p.flags:
-            share = f" {p.runner_up_coverage:.0%}" if p.runner_up_coverage >= 0.005 else ""
-            note.append(f"CLOSE vs {space_name(board, p.runner_up)}{share}")
-        for flag in p.flags:
-            if flag == "human_call":
-                note.append(human_call_words(board, p))
-            elif flag not in ("close_call", "off_board", "not_a_token"):
-                note.append(flag.replace("_", " "))
         out.append(f"{i:>2}  {p.side:<6} {call_words(board, p)[:24]:<24} {p.coverage:>5.0%} "
-                   f"{p.margin_mm:>5.1f}mm {p.token.confidence:>4.2f}  {'; '.join(note)}")
+                   f"{p.margin_mm:>5.1f}mm {p.token.confidence:>4.2f}  {'; '.join(token_notes(board, p))}")
     if not scored.positions:
         out.append("    no tokens found")
     return out
