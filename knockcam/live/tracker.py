@@ -655,7 +655,7 @@ class Tracker:
                     return "ok"
                 parts = a.split(None, 1)
                 if len(parts) != 2 or not parts[0].isdigit() or not 1 <= int(parts[0]) <= n_tokens:
-                    raise ValueError(f"Enter to score, or '<token 1-{n_tokens}> <space id | off | jail>'")
+                    raise ValueError(f"Enter to score, or '<token 1-{n_tokens}> <space id or name | off | jail>'")
                 target = parts[1].strip()
                 if target.lower() in ("off", "jail", "none"):
                     target = target.lower()
@@ -666,8 +666,8 @@ class Tracker:
                         raise ValueError(str(err)) from None
                 return f"{int(parts[0])} {target}"
 
-            answer = self.ask("review", None, "Enter to score this round, or fix a token: '<n> <space id | off>'",
-                              "ok", check)
+            answer = self.ask("review", None, "Enter to score this round, or fix a token: "
+                              "'<n> <space id or name | off | jail>'", "ok", check)
             if answer == "ok":
                 return
             number, target = answer.split(" ", 1)
