@@ -149,12 +149,18 @@ def test_chance_tokens_are_slid_again_in_turn_order(board):
     assert result.per_side["blue"].properties == ("oriental_avenue",)
 
 
-def test_railroad_move_is_suggested_and_the_players_choice_wins(board):
-    answers = {"r1:railroad:red:1": "boardwalk"}
-    run = Run(board, tokens=2, answers=answers)
+def _railroad_round(board, answer: str) -> Run:
+    """Red's first token on the Railroad, then three more slides: blue's last one ends the round, and red is
+    asked where the Railroad token goes (E2) with ``answer`` ready."""
+    run = Run(board, tokens=2, answers={"r1:railroad:red:1": answer})
     run.put("r1", "red", "railroad")
     run.put("b1", "blue", "baltic_avenue")
     run.put("r2", "red", "park_place")
+    return run
+
+
+def test_railroad_move_is_suggested_and_the_players_choice_wins(board):
+    run = _railroad_round(board, "boardwalk")
     run.put("b2", "blue", "oriental_avenue")
     assert run.prompter.asked == [("r1:railroad:red:1", "boardwalk")]
     rail = [d for k, d in run.events if k == "railroad"][0]
@@ -163,25 +169,16 @@ def test_railroad_move_is_suggested_and_the_players_choice_wins(board):
 
 
 def test_railroad_answer_to_an_occupied_property_is_refused(board):
-    run = Run(board, tokens=2, answers={"r1:railroad:red:1": "baltic_avenue"})
-    run.put("r1", "red", "railroad")
-    run.put("b1", "blue", "baltic_avenue")
-    run.put("r2", "red", "park_place")
+    run = _railroad_round(board, "baltic_avenue")
     with pytest.raises(KnockcamError, match="occupied"):
         run.put("b2", "blue", "oriental_avenue")
 
 
 def test_railroad_answer_may_be_a_printed_name_and_a_typo_names_the_nearest(board):
-    run = Run(board, tokens=2, answers={"r1:railroad:red:1": "Boardwalk"})
-    run.put("r1", "red", "railroad")
-    run.put("b1", "blue", "baltic_avenue")
-    run.put("r2", "red", "park_place")
+    run = _railroad_round(board, "Boardwalk")
     run.put("b2", "blue", "oriental_avenue")
     assert run.prompter.asked == [("r1:railroad:red:1", "boardwalk")]
-    run = Run(board, tokens=2, answers={"r1:railroad:red:1": "bordwalk"})
-    run.put("r1", "red", "railroad")
-    run.put("b1", "blue", "baltic_avenue")
-    run.put("r2", "red", "park_place")
+    run = _railroad_round(board, "bordwalk")
     with pytest.raises(KnockcamError, match="'bordwalk' is not a space of this board: did you mean boardwalk"):
         run.put("b2", "blue", "oriental_avenue")
 
