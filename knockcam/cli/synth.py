@@ -26,7 +26,8 @@ def register(subparsers) -> None:
     p.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
     p.add_argument("--workers", type=int, default=1, help="processes to render with (default 1)")
     p.add_argument("--preset", metavar="NAME",
-                   help="render with a named change to the ranges (knockcam/data/synth.yaml presets, e.g. crowded)")
+                   help="render with a named change to the ranges (knockcam/data/synth.yaml presets: crowded, "
+                        "camouflage)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(run=run)
 

@@ -280,14 +280,19 @@ def _free(candidate: PlacedToken, placed: list[PlacedToken], board: Board, gap: 
     return True
 
 
-def sample_position(board: Board, rng: np.random.Generator, cfg: dict, placed: list[PlacedToken]) -> tuple[float, float]:
-    """A base centre drawn from the placement mixture (spaces, near lines, touching, GO! area, table)."""
+def sample_position(board: Board, rng: np.random.Generator, cfg: dict, placed: list[PlacedToken],
+                    side: str | None = None) -> tuple[float, float]:
+    """A base centre drawn from the placement mixture (spaces, near lines, touching, GO! area, table; for a
+    ``side``, also its camouflage: a space printed in its own colour, or touching a token of its own side)."""
     pc = cfg["tokens"]["placement"]
     kinds = list(pc)
     p = np.array([pc[k] for k in kinds], dtype=np.float64)
     kind = kinds[rng.choice(len(kinds), p=p / p.sum())]
     width, length = board.size_mm
     r = board.token.base_diameter_mm / 2
+    if kind == "touching_own_side":
+        placed = [t for t in placed if t.side == side]
+        kind = "touching"
     if kind == "touching" and placed:
         other = placed[rng.integers(len(placed))]
         if not other.fallen:
@@ -314,7 +319,11 @@ def sample_position(board: Board, rng: np.random.Generator, cfg: dict, placed: l
             y = rng.uniform(-90, length + 90)
             if not (0 < x < width and 0 < y < length):
                 return (float(x), float(y))
-    space = board.spaces[rng.integers(len(board.spaces))]
+    spaces = board.spaces
+    if kind == "own_colour":
+        printed = set(cfg["tokens"]["own_colour"].get(side, ()))
+        spaces = [sp for sp in board.spaces if sp.color_set in printed or sp.kind in printed] or board.spaces
+    space = spaces[rng.integers(len(spaces))]
     poly = np.asarray(space.polygon)
     lo, hi = poly.min(axis=0), poly.max(axis=0)
     return (float(rng.uniform(lo[0], hi[0])), float(rng.uniform(lo[1], hi[1])))
@@ -333,7 +342,7 @@ def sample_tokens(board: Board, rng: np.random.Generator, cfg: dict) -> tuple[Pl
         for shape in rng.choice(SHAPES, size=n, replace=False):
             for _ in range(60):
                 fallen = float(rng.uniform(0, 2 * np.pi)) if rng.random() < tc["fallen_p"] else None
-                cand = PlacedToken(side=side, shape=str(shape), xy_mm=sample_position(board, rng, cfg, placed),
+                cand = PlacedToken(side=side, shape=str(shape), xy_mm=sample_position(board, rng, cfg, placed, side),
                                    yaw=float(rng.uniform(0, 2 * np.pi)), fallen_dir=fallen,
                                    colour=plastic_colour(rng, side, tc["colour_jitter"]),
                                    shine=float(rng.uniform(0.2, 0.9)))

@@ -2,6 +2,7 @@
 
 import json
 
+import cv2
 import numpy as np
 import pytest
 
@@ -35,6 +36,30 @@ def test_crowded_scenes_have_more_touching_bases():
             pairs += int(np.sum(np.triu(d < BOARD.token.base_diameter_mm + 2, 1)))
         return pairs
     assert touching_pairs(config("crowded")) > touching_pairs(config())
+
+
+def _own_colour_share(cfg) -> float:
+    """Share of tokens whose base centre lies on a space printed in their own colour (the camouflage preset's)."""
+    printed = config("camouflage")["tokens"]["own_colour"]
+    on, total = 0, 0
+    for index in range(12):
+        for token in sample_scene(BOARD, np.random.default_rng([78, index]), cfg).tokens:
+            total += 1
+            on += any(set(printed[token.side]) & {space.color_set, space.kind}
+                      and cv2.pointPolygonTest(np.float32(space.polygon), token.xy_mm, False) >= 0
+                      for space in BOARD.spaces)
+    return on / total
+
+
+def test_camouflage_preset_puts_tokens_on_their_own_colour():
+    """Camouflaged tokens (a yellow token on Chance, a red one on the red set) are what the token network
+    misses most: the preset puts far more there than the plain ranges do, and nothing else changes."""
+    plain, camouflage = config(), config("camouflage")
+    assert sum(camouflage["tokens"]["placement"].values()) == pytest.approx(1.0)
+    for key in plain:
+        if key != "tokens":
+            assert camouflage[key] == plain[key]
+    assert _own_colour_share(camouflage) > 2 * _own_colour_share(plain)
 
 
 def test_unknown_preset_is_a_clear_error(tmp_path, capsys):
