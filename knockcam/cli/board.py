@@ -70,25 +70,33 @@ def run(args) -> int:
 
 
 def _print_table(board) -> None:
+    """The spaces as a table; their ids are never cut short (commands take them), and in a terminal too
+    narrow for everything the geometry columns (for editing a board file: --json has them) are left out."""
     from rich.console import Console
     from rich.table import Table
 
+    console = Console()
     width, length = board.size_mm
     table = Table(title=f"{board.name}  ({width:g} x {length:g} mm, {board.source})")
-    for column in ("id", "name", "kind", "colour set", "value", "centre mm", "size mm"):
+    table.add_column("id", no_wrap=True, min_width=max(len(s.id) for s in board.spaces))
+    geometry = console.width >= 110
+    for column in ("name", "kind", "colour set", "value") + (("centre mm", "size mm") if geometry else ()):
         table.add_column(column, justify="right" if column == "value" else "left")
     for s in board.spaces:
         xs = [x for x, _ in s.polygon]
         ys = [y for _, y in s.polygon]
-        table.add_row(s.id, s.name, s.kind, s.color_set or "", f"M{s.value}" if s.kind == "property" else "",
-                      f"{(min(xs) + max(xs)) / 2:.0f}, {(min(ys) + max(ys)) / 2:.0f}",
-                      f"{max(xs) - min(xs):.0f} x {max(ys) - min(ys):.0f}")
-    console = Console()
+        row = [s.id, s.name, s.kind, s.color_set or "", f"M{s.value}" if s.kind == "property" else ""]
+        if geometry:
+            row += [f"{(min(xs) + max(xs)) / 2:.0f}, {(min(ys) + max(ys)) / 2:.0f}",
+                    f"{max(xs) - min(xs):.0f} x {max(ys) - min(ys):.0f}"]
+        table.add_row(*row)
     console.print(table)
     bonus = ", ".join(f"{k} M{v}" for k, v in board.set_bonus.items())
     console.print(f"set bonuses: {bonus}")
     console.print(f"token base {board.token.base_diameter_mm:g} mm, height {board.token.height_mm:g} mm; "
                   f"GO! line at y = {board.go_line_y_mm:g} mm")
+    if not geometry:
+        console.print("(each space's centre and size: in a terminal 110 columns wide, or 'knockcam board --json')")
 
 
 def parse_corners(text: str) -> list[tuple[float, float]]:

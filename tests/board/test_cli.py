@@ -64,6 +64,19 @@ def test_table_output(capsys):
     assert "boardwalk" in out and "dark_blue" in out
 
 
+@pytest.mark.parametrize("columns", [80, 120])
+def test_the_table_shows_every_space_id_whole_in_a_narrow_terminal(capsys, monkeypatch, columns):
+    """The ids are what --call, round files and the live prompts take, and errors send people here."""
+    monkeypatch.setenv("COLUMNS", str(columns))
+    assert main(["board"]) == 0
+    out = capsys.readouterr().out
+    assert all(len(line) <= columns for line in out.splitlines())
+    first_cells = [line.split("│")[1].strip() for line in out.splitlines() if line.startswith("│")]
+    ids = {cell for cell in first_cells if cell}
+    assert ids == {space.id for space in load_board().spaces}
+    assert ("centre mm" in out) == (columns >= 110)
+
+
 def test_png_is_drawn(tmp_path, capsys):
     out = tmp_path / "board.png"
     assert main(["board", "--png", str(out), "--px-per-mm", "1"]) == 0
