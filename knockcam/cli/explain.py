@@ -1,4 +1,5 @@
-"""``knockcam explain IMAGE --token SIDE``: one side's tokens up close, with the coverage numbers behind each call."""
+"""``knockcam explain IMAGE --token SIDE|N``: one side's tokens (or token N of the score table) up close, with the
+coverage numbers behind each call."""
 
 from __future__ import annotations
 
@@ -12,16 +13,18 @@ from knockcam.errors import KnockcamError
 def register(subparsers) -> None:
     from knockcam.cli.score import add_scoring_options
 
-    p = subparsers.add_parser("explain", help="zoom into one side's tokens and show the coverage numbers",
+    p = subparsers.add_parser("explain", help="zoom into a side's tokens, or token N, with the coverage numbers",
                               description="Score the photo as 'knockcam score' does, then show, for each token "
-                                          "of the side(s) asked for, the share of its base on every space it "
-                                          "touches, the margin, and a magnified top-down close-up.")
+                                          "asked for (a side's, or one by its number in the score table), the "
+                                          "share of its base on every space it touches, the margin, and a "
+                                          "magnified top-down close-up.")
     p.add_argument("image", metavar="IMAGE", help="a photo of the board")
-    p.add_argument("--token", action="append", metavar="SIDE", required=True,
-                   help="the side to explain: red, yellow, green or blue (repeat or comma-separate for more)")
+    p.add_argument("--token", action="append", metavar="SIDE|N", required=True,
+                   help="what to explain: a side (red, yellow, green or blue) or a token's number in the "
+                        "'knockcam score' table (repeat or comma-separate for more)")
     add_scoring_options(p, with_round=False)
     p.add_argument("--out", metavar="OUT.png", help="where to write the close-ups (default: IMAGE-SIDE-explain.png "
-                                                   "in the current folder)")
+                                                   "or IMAGE-N-explain.png in the current folder)")
     p.add_argument("--json", action="store_true", help="print the numbers as JSON")
     p.set_defaults(run=run)
 
@@ -32,21 +35,21 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.cli.score import options_from
     from knockcam.files import write_atomic
     from knockcam.pipeline import Scorer
-    from knockcam.report.explain import explain, explain_image, parse_sides
+    from knockcam.report.explain import explain, explain_image, parse_tokens
 
-    sides = parse_sides(args.token)
+    sides, numbers = parse_tokens(args.token)
     image = Path(args.image)
-    out = Path(args.out) if args.out else Path(f"{image.stem}-{'-'.join(sides)}-explain.png")
+    out = Path(args.out) if args.out else Path(f"{image.stem}-{'-'.join((*sides, *map(str, numbers)))}-explain.png")
     if out.suffix.lower() != ".png":
         raise KnockcamError(f"--out writes a PNG: give a path ending in .png, not {out}")
     scored = Scorer(options_from(args)).score(image)
-    explanations = explain(scored, sides)
+    explanations = explain(scored, sides, numbers)
     ok, data = cv2.imencode(".png", explain_image(scored, explanations))
     if not ok:
         raise KnockcamError(f"could not encode the close-ups for {out}")
     write_atomic(out, data.tobytes())
     if args.json:
-        print(json.dumps({"image": str(image), "sides": list(sides), "close_ups": str(out),
+        print(json.dumps({"image": str(image), "sides": list(sides), "numbers": list(numbers), "close_ups": str(out),
                           "tokens": [e.to_dict() for e in explanations]}, indent=2))
         return 0
     print_explanations(scored, explanations, sides, out)

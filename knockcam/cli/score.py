@@ -207,7 +207,7 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     n_close = len(scored.ambiguous)
     if n_close:
         console.print(f"[bold magenta]{n_close} call{'s' if n_close > 1 else ''} for a human: look at the evidence and "
-                      "decide; 'knockcam explain IMAGE --token SIDE' shows the numbers; score again with "
+                      "decide; 'knockcam explain IMAGE --token N' shows the numbers; score again with "
                       "--call N=WHERE to settle one.[/bold magenta]")
     if evidence is not None:
         console.print(f"evidence: {evidence}", soft_wrap=True)

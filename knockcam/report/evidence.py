@@ -520,7 +520,7 @@ def _close_ups(canvas, scored, x0: int, y0: int, width: int, height: int) -> Non
             d.put(panel, text if len(text) <= room else text[:room - 2] + "..", (x, y + size + 15 + 16 * j),
                   cap_scale, d.INK)
     if len(picks) > shown:
-        d.put(panel, f"+{len(picks) - shown} more: knockcam explain IMAGE --token SIDE", (10, height - 8), 0.45,
+        d.put(panel, f"+{len(picks) - shown} more: knockcam explain IMAGE --token N", (10, height - 8), 0.45,
               d.CLOSE, 1)
     canvas[y0:y0 + height, x0:x0 + width] = panel
 

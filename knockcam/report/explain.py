@@ -1,4 +1,5 @@
-"""``knockcam explain``: one side's tokens up close, with every coverage number behind each call.
+"""``knockcam explain``: one side's tokens (or single tokens by number) up close, with every coverage number
+behind each call.
 
 For each token: the share of its base on every space it touches (and on no space / off the
 board), the call, the runner-up, the margin in mm against the uncertainty used, and a magnified
@@ -43,27 +44,38 @@ class Explanation:
                 "flags": list(self.flags), "source": self.source}
 
 
-def parse_sides(values: list[str] | None) -> tuple[str, ...]:
-    """``--token red --token blue`` or ``--token red,blue`` -> ('red', 'blue'); KnockcamError for other words."""
+def parse_tokens(values: list[str] | None) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """``--token red --token 5`` or ``--token red,5,#7`` -> (('red',), (5, 7)): sides, and tokens by their number
+    in the score table and the evidence picture; KnockcamError for other words."""
     sides: list[str] = []
+    numbers: list[int] = []
     for value in values or []:
         for part in value.replace(" ", ",").split(","):
-            part = part.strip().lower()
+            part = part.strip().lower().removeprefix("#")
             if not part:
                 continue
-            if part not in SIDES:
-                raise KnockcamError(f"--token {part!r} is not a side: one of {', '.join(SIDES)}")
-            if part not in sides:
-                sides.append(part)
-    if not sides:
-        raise KnockcamError(f"--token needs a side: one of {', '.join(SIDES)}")
-    return tuple(sides)
+            if part.isdigit() and int(part) >= 1:
+                numbers += [int(part)] if int(part) not in numbers else []
+            elif part in SIDES:
+                sides += [part] if part not in sides else []
+            else:
+                raise KnockcamError(f"--token {part!r} is neither a side ({', '.join(SIDES)}) nor a token's number "
+                                    "('knockcam score' numbers them)")
+    if not sides and not numbers:
+        raise KnockcamError(f"--token needs a side ({', '.join(SIDES)}) or a token's number")
+    return tuple(sides), tuple(numbers)
 
 
-def explain(scored, sides: tuple[str, ...]) -> list[Explanation]:
-    """The numbers behind every call of these sides' tokens, in evidence numbering."""
+def explain(scored, sides: tuple[str, ...], numbers: tuple[int, ...] = ()) -> list[Explanation]:
+    """The numbers behind every call of these sides' tokens and of the tokens with these ``numbers``
+    (1-based, as the evidence numbers them), in evidence numbering. A number the photo has no token for is a
+    KnockcamError."""
     board = scored.board
-    picked = [i for i, p in enumerate(scored.positions) if p.side in sides]
+    beyond = [n for n in numbers if n > len(scored.positions)]
+    if beyond:
+        raise KnockcamError(f"--token {beyond[0]}: the photo has {len(scored.positions)} token(s), numbered as "
+                            "'knockcam score' prints them")
+    picked = [i for i, p in enumerate(scored.positions) if p.side in sides or i + 1 in numbers]
     if not picked:
         return []
     cov = coverage(board, np.array([scored.positions[i].token.xy_mm for i in picked]), margins=False)

@@ -86,6 +86,12 @@ def test_explain_prints_every_share(tmp_path, scene):
     assert cv2.imread(str(out)) is not None
     result = knockcam("explain", scene.photo, "--token", "purple", "--calibration", scene.calibration)
     assert result.returncode == 2 and "purple" in result.stderr
+    result = knockcam("explain", scene.photo, "--token", "#1", "--calibration", scene.calibration, "--json",
+                      cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    assert data["numbers"] == [1] and [t["n"] for t in data["tokens"]] == [1]
+    assert (tmp_path / f"{Path(scene.photo).stem}-1-explain.png").is_file()
 
 
 def test_demo_from_the_repository(tmp_path):

@@ -6,7 +6,7 @@ import pytest
 
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
-from knockcam.report.explain import explain, explain_image, parse_sides
+from knockcam.report.explain import explain, explain_image, parse_tokens
 from synthetic_scene import scene
 
 
@@ -41,13 +41,28 @@ def test_only_the_asked_side_is_explained():
     assert explain_image(scored, []).shape[0] > 0
 
 
-@pytest.mark.parametrize("values, expected", [(["red"], ("red",)), (["Red,blue"], ("red", "blue")),
-                                              (["blue", "red", "blue"], ("blue", "red"))])
-def test_parse_sides(values, expected):
-    assert parse_sides(values) == expected
+def test_a_token_is_explained_by_its_number_as_the_score_table_prints_it():
+    scored = _scored()
+    numbers = (len(scored.positions), 1)
+    picked = explain(scored, (), numbers)
+    assert [e.number for e in picked] == [1, len(scored.positions)]
+    first = scored.positions[0]
+    assert picked[0].side == first.side and picked[0].xy_mm == pytest.approx(first.token.xy_mm)
+    side = scored.positions[0].side
+    both = explain(scored, (side,), (len(scored.positions),))
+    assert {e.number for e in both} == {i + 1 for i, p in enumerate(scored.positions) if p.side == side} | {numbers[0]}
+    with pytest.raises(KnockcamError, match=f"--token {len(scored.positions) + 1}: the photo has"):
+        explain(scored, (), (len(scored.positions) + 1,))
 
 
-@pytest.mark.parametrize("values", [["purple"], [], [","]])
-def test_parse_sides_refuses_non_sides(values):
+@pytest.mark.parametrize("values, expected", [(["red"], (("red",), ())), (["Red,blue"], (("red", "blue"), ())),
+                                              (["blue", "red", "blue"], (("blue", "red"), ())),
+                                              (["5", "red,#7", "5"], (("red",), (5, 7)))])
+def test_parse_tokens(values, expected):
+    assert parse_tokens(values) == expected
+
+
+@pytest.mark.parametrize("values", [["purple"], [], [","], ["0"], ["-2"]])
+def test_parse_tokens_refuses_what_is_neither_a_side_nor_a_number(values):
     with pytest.raises(KnockcamError, match="side"):
-        parse_sides(values)
+        parse_tokens(values)
