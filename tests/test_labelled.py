@@ -136,6 +136,8 @@ def test_the_fixtures_truth_files_read_as_labels():
 @pytest.mark.parametrize("data, says", [
     ({"tokens": {"purple": ["boardwalk"]}}, "'purple' is not a side"),
     ({"tokens": {"red": ["mayfair"]}}, "red token on 'mayfair': not a space"),
+    ({"tokens": {"red": ["bordwalk"]}}, "not a space of Monopoly Knockout (knockcam reconstruction): did you mean "
+                                        "boardwalk?"),
     ({"tokens": {"red": ["no_space"] * 5}}, "5 red tokens labelled"),
     ({"tokens": {"red": []}, "reference_image": "gone.jpg"}, "gone.jpg is not there"),
     ({"tokens": {"red": []}, "corners_px": [[1, 2]]}, "corners_px must be four"),
