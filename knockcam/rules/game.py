@@ -180,7 +180,7 @@ class Game:
             if "cash" in item:
                 if not isinstance(item["cash"], dict) or any(item["cash"].get(s, 0) != game.cash[s] for s in game.order):
                     raise KnockcamError(f"{at}: cash: expected {game.cash} carried over, not {item['cash']!r} (R3)")
-            play = parse_play(item, at)
+            play = parse_play(item, board, at)
             game.play_round(game.round_input(play["tokens"], play["railroad_choice"], play["house_choice"],
                                              play["events"]), where=at)
         state = spec["state"]

@@ -69,8 +69,20 @@ def parse_events(value: Any, where: str, fld: str) -> tuple[SlideEvent, ...]:
     return tuple(events)
 
 
-def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
-    """The per-round fields: tokens, events, railroad_choice, house_choice (shapes only)."""
+def _space(board: Board, value: Any) -> Any:
+    """A space as a person may write it: its id, or its printed name in any case ("Park Place"); anything
+    else is left as it is, for validate_round to refuse with the nearest ids."""
+    if not isinstance(value, str) or board.has_space(value):
+        return value
+    try:
+        return board.space_id(value)
+    except KnockcamError:
+        return value
+
+
+def parse_play(data: dict, board: Board, where: str, prefix: str = "") -> dict[str, Any]:
+    """The per-round fields: tokens, events, railroad_choice, house_choice (shapes only; a space given by its
+    printed name becomes its id)."""
     tokens = []
     for i, item in enumerate(_list(data.get("tokens"), where, f"{prefix}tokens", "of {side, space}")):
         fld = f"{prefix}tokens[{i}]"
@@ -83,7 +95,7 @@ def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
         space = item["space"]
         if space is not None and not isinstance(space, str):
             raise _bad(where, f"{fld}.space", f"must be a space id or null, not {space!r}")
-        tokens.append(TokenPlacement(side=item["side"], space=space))
+        tokens.append(TokenPlacement(side=item["side"], space=_space(board, space)))
     events = parse_events(data.get("events"), where, f"{prefix}events")
     railroad = {}
     for side, picks in _mapping(data.get("railroad_choice"), where, f"{prefix}railroad_choice",
@@ -93,7 +105,7 @@ def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
         if not isinstance(picks, list) or not all(p is None or isinstance(p, str) for p in picks):
             raise _bad(where, f"{prefix}railroad_choice.{side}", f"must be a list of property ids, not {picks!r}",
                        "E2")
-        railroad[side] = tuple(picks)
+        railroad[side] = tuple(_space(board, p) for p in picks)
     house = {}
     for side, pick in _mapping(data.get("house_choice"), where, f"{prefix}house_choice",
                                "of side to a property id").items():
@@ -101,7 +113,7 @@ def parse_play(data: dict, where: str, prefix: str = "") -> dict[str, Any]:
             continue
         if not isinstance(pick, str):
             raise _bad(where, f"{prefix}house_choice.{side}", f"must be a property id, not {pick!r}", "E3c")
-        house[side] = pick
+        house[side] = _space(board, pick)
     return {"tokens": tuple(tokens), "events": tuple(events), "railroad_choice": railroad, "house_choice": house}
 
 
@@ -119,7 +131,7 @@ def parse_round(data: Any, board: Board, where: str = "round") -> RoundInput:
     cash = _mapping(data.get("cash"), where, "cash", "of side to M")
     ri = RoundInput(order=parse_order(data["order"], where), pot=data["pot"], cash=dict(cash),
                     money_unit=data.get("money_unit", DEFAULT_MONEY_UNIT),
-                    reslide_off_board=data.get("reslide_off_board"), **parse_play(data, where))
+                    reslide_off_board=data.get("reslide_off_board"), **parse_play(data, board, where))
     validate_round(ri, board, where)
     return ri
 

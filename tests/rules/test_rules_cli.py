@@ -109,6 +109,30 @@ def test_round_yaml_file_is_accepted(tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["delta"]["blue"] == 2500
 
 
+def test_spaces_may_be_written_by_their_printed_names(tmp_path, capsys):
+    """A round typed by hand may name a space as the board prints it; the result is the ids' to the coin."""
+    assert main(["round", str(ROUND), "--json"]) == 0
+    by_id = json.loads(capsys.readouterr().out)
+    data = json.loads(ROUND.read_text())
+    from knockcam.board import load_board
+    names = {space.id: space.name for space in load_board().spaces if space.kind != "house"}
+    for token in data["tokens"]:
+        token["space"] = names.get(token["space"], token["space"]).upper() if token["space"] else None
+    data["railroad_choice"] = {side: [names[p].lower() for p in picks] for side, picks in
+                               data["railroad_choice"].items()}
+    data["house_choice"] = {side: names[pick] for side, pick in data["house_choice"].items()}
+    path = tmp_path / "round.json"
+    path.write_text(json.dumps(data))
+    assert main(["round", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out) == by_id
+    game = {"order": ["red", "blue"], "rounds": [{"tokens": [{"side": "red", "space": "Park Place"},
+                                                             {"side": "blue", "space": "go to jail"}]}]}
+    path.write_text(json.dumps(game))
+    assert main(["game", str(path), "--json"]) == 0
+    park_place = load_board().space("park_place").value
+    assert json.loads(capsys.readouterr().out)["cash"] == {"red": park_place, "blue": 0}
+
+
 def test_game_bad_round_names_the_round_and_field(tmp_path, capsys):
     path = tmp_path / "game.json"
     path.write_text(json.dumps({"order": ["red", "blue"], "rounds": [{"tokens": []},
