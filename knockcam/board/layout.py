@@ -70,7 +70,8 @@ class Board:
         ``also``), so a typo at a prompt or on the command line costs one more try, not a lookup."""
         if self.has_space(words):
             return words
-        named = [space.id for space in self.spaces if as_id(space.name) == as_id(words) or space.id == as_id(words)]
+        key = as_id(words)
+        named = [space.id for space in self.spaces if key in (space.id, as_id(space.name))]
         if len(named) == 1:
             return named[0]
         if named:

@@ -55,9 +55,11 @@ def parse_tokens(values: list[str] | None) -> tuple[tuple[str, ...], tuple[int, 
             if not part:
                 continue
             if part.isdigit() and int(part) >= 1:
-                numbers += [int(part)] if int(part) not in numbers else []
+                if int(part) not in numbers:
+                    numbers.append(int(part))
             elif part in SIDES:
-                sides += [part] if part not in sides else []
+                if part not in sides:
+                    sides.append(part)
             else:
                 raise KnockcamError(f"--token {part!r} is neither a side ({', '.join(SIDES)}) nor a token's number "
                                     "('knockcam score' numbers them)")

@@ -72,7 +72,7 @@ def parse_events(value: Any, where: str, fld: str) -> tuple[SlideEvent, ...]:
 def _space(board: Board, value: Any) -> Any:
     """A space as a person may write it: its id, or its printed name in any case ("Park Place"); anything
     else is left as it is, for validate_round to refuse with the nearest ids."""
-    if not isinstance(value, str) or board.has_space(value):
+    if not isinstance(value, str):
         return value
     try:
         return board.space_id(value)
