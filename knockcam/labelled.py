@@ -5,8 +5,8 @@ benchmark's scenes are synthetic); the fixtures' truth files read the same way.
 A label file sits beside its photo, with the same name (``round3.yaml`` or ``round3.json`` for
 ``round3.jpg``)::
 
-    tokens:                  # each side's tokens by resting place: a space id, no_space or off_board
-      red: [boardwalk, no_space]
+    tokens:                  # each side's tokens by resting place: a space id or name, no_space or off_board
+      red: [boardwalk, no_space, Park Place]
       blue: [park_place, park_place, off_board]
     reference_image: empty.jpg   # optional: the empty board from the same camera, beside the photo
     corners_px: [[102, 655], [1180, 640], [930, 80], [310, 85]]   # optional: near-left, near-right,
@@ -32,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from knockcam import settings
-from knockcam.board.layout import Board
+from knockcam.board.layout import Board, as_id
 from knockcam.errors import KnockcamError
 from knockcam.files import parse_json_or_yaml, read_text
 from knockcam.pipeline import PHOTO_SUFFIXES, Detector, ScoredPhoto, ScoreOptions, Scorer, parse_order
@@ -165,11 +165,21 @@ def _label_tokens(tokens, path: Path, board: Board):
     for side, place in items:
         if side not in SIDES:
             raise KnockcamError(f"{path}: {side!r} is not a side", f"sides are {', '.join(SIDES)}")
-        if place not in (NO_SPACE, OFF_BOARD) and not (isinstance(place, str) and board.has_space(place)):
-            raise KnockcamError(f"{path}: {side} token on {place!r}: not a space of {board.name}",
-                                board.did_you_mean(str(place), (NO_SPACE, OFF_BOARD))
-                                or "give a space id (knockcam board lists them), no_space or off_board")
-        yield side, place
+        yield side, _place(place, side, path, board)
+
+
+def _place(place, side: str, path: Path, board: Board) -> str:
+    """A labelled resting place as the labels compare it: a space id (given as its id or printed name, any
+    case, as round files take it), no_space or off_board."""
+    if not isinstance(place, str):
+        raise KnockcamError(f"{path}: {side} token on {place!r}: not a resting place",
+                            "give a space id or name (knockcam board lists them), no_space or off_board")
+    if as_id(place) in (NO_SPACE, OFF_BOARD):
+        return as_id(place)
+    try:
+        return board.space_id(place, (NO_SPACE, OFF_BOARD))
+    except KnockcamError as error:
+        raise KnockcamError(f"{path}: {side} token: {error}") from None
 
 
 def _corners(value, path: Path) -> tuple[tuple[float, float], ...] | None:

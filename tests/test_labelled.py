@@ -121,6 +121,12 @@ def test_a_label_file_maps_each_side_to_its_places(tmp_path):
     assert photo.corners_px == ((1, 2), (3, 2), (3, 4), (1, 4)) and not photo.synthetic
 
 
+def test_a_label_file_takes_places_as_the_board_prints_them(tmp_path):
+    path = _write(tmp_path, {"tokens": {"red": ["Park Place", "go to jail"], "blue": ["No Space", "OFF_BOARD"]}})
+    photo = read_labels(path, tmp_path / "round.jpg", BOARD)
+    assert photo.tokens == (("red", "park_place"), ("red", "go_to_jail"), ("blue", "no_space"), ("blue", "off_board"))
+
+
 def test_the_fixtures_truth_files_read_as_labels():
     photos, unlabelled = find_labelled(FIXTURES, BOARD)
     assert len(photos) == 12 and all(p.synthetic for p in photos)
@@ -135,9 +141,10 @@ def test_the_fixtures_truth_files_read_as_labels():
 
 @pytest.mark.parametrize("data, says", [
     ({"tokens": {"purple": ["boardwalk"]}}, "'purple' is not a side"),
-    ({"tokens": {"red": ["mayfair"]}}, "red token on 'mayfair': not a space"),
-    ({"tokens": {"red": ["bordwalk"]}}, "not a space of Monopoly Knockout (knockcam reconstruction): did you mean "
-                                        "boardwalk?"),
+    ({"tokens": {"red": ["mayfair"]}}, "red token: 'mayfair' is not a space of this board: one of no_space, "
+                                       "off_board, a space id"),
+    ({"tokens": {"red": ["bordwalk"]}}, "red token: 'bordwalk' is not a space of this board: did you mean boardwalk?"),
+    ({"tokens": {"red": [7]}}, "red token on 7: not a resting place"),
     ({"tokens": {"red": ["no_space"] * 5}}, "5 red tokens labelled"),
     ({"tokens": {"red": []}, "reference_image": "gone.jpg"}, "gone.jpg is not there"),
     ({"tokens": {"red": []}, "corners_px": [[1, 2]]}, "corners_px must be four"),
