@@ -211,12 +211,15 @@ def miss_cause(token: TrueToken) -> str:
 
 
 def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...], board: Board | None = None,
-                hidden: tuple[HiddenArea, ...] = (), refused: bool = False) -> None:
+                hidden: tuple[HiddenArea, ...] = (), refused: bool = False,
+                failure: Callable[[dict], None] | None = None) -> None:
     """Add one scene's result to the tally. A token not found counts as flagged when the photo reports
     the board covered where it rests (``hidden``: its space is among ``hidden_spaces``, or its base
     touches a hidden area): the human is sent to look there. ``refused``: the photo was not scored
     (its automatic calibration was refused, the user is told to give the corners), so every token on
-    the board is missed and left to the human; none is an answer given."""
+    the board is missed and left to the human; none is an answer given. ``failure`` is handed a record
+    (``failure_record``) of each token missed on the board or called wrong and each false detection."""
+    failure = failure or (lambda record: None)
     pairs = match(found, truth)
     covered = hidden_spaces(hidden, board) if hidden and board is not None else ()
     reach = board.token.base_diameter_mm / 2 if board is not None else 0.0
@@ -240,6 +243,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
                 cause = miss_cause(t)
                 tally.missed_by_cause[cause] = tally.missed_by_cause.get(cause, 0) + 1
                 causes.add(REFUSED if refused else f"missed, {cause}")
+                failure(failure_record(REFUSED if refused else f"missed, {cause}", under, t, None))
                 if under:
                     tally.flagged += 1
                     reason = REFUSED if refused else HIDDEN
@@ -257,6 +261,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         tally.right += right
         if not right:
             causes.add(_wrong_call(p, t, floor_mm))
+            failure(failure_record(_wrong_call(p, t, floor_mm), p.ambiguous, t, p))
         if p.ambiguous:
             tally.flagged += 1
             for reason in set(p.flags) & set(FLAG_REASONS):
@@ -270,6 +275,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         if j in pairs.values():
             continue
         tally.false_detections += 1
+        failure(failure_record(FALSE, p.ambiguous, None, p))
         if p.state != "off_board":
             causes.add(FALSE)
             if not p.ambiguous:
@@ -281,6 +287,26 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         counts = tally.scene_causes.setdefault(cause, [0, 0])
         counts[0] += 1
         counts[1] += len(causes) == 1
+
+
+def failure_record(cause: str, flagged: bool, truth: TrueToken | None, call: Position | None) -> dict:
+    """One failure as ``knockcam bench --failures`` lists it: its SCENE_CAUSES entry (a false detection off the
+    board too), whether the human is sent to look (flagged, or a hidden area or refusal reported there), the true
+    token (none for a false detection) and the call (none for a token missed)."""
+    record: dict = {"cause": cause, "flagged": bool(flagged)}
+    if truth is not None:
+        record["truth"] = {"side": truth.side, "place": truth.space or truth.state,
+                           "xy_mm": [round(float(v), 1) for v in truth.xy_mm], "visible": round(truth.visible, 3),
+                           "fallen": truth.fallen,
+                           "margin_mm": round(truth.margin_mm, 2) if np.isfinite(truth.margin_mm) else None}
+    if call is not None:
+        record["call"] = {"side": call.token.side, "place": call.space or call.state,
+                          "xy_mm": [round(float(v), 1) for v in call.token.xy_mm], "flags": list(call.flags),
+                          "source": call.token.source, "confidence": round(call.token.confidence, 3),
+                          "fallen": call.token.fallen}
+        if truth is not None:
+            record["off_mm"] = round(float(np.hypot(*np.subtract(call.token.xy_mm, truth.xy_mm))), 1)
+    return record
 
 
 def _wrong_call(p: Position, t: TrueToken, floor_mm: float) -> str:
@@ -346,16 +372,19 @@ def _accepted(cal: Calibration | None, limit_mm: float, accept_offers: bool) -> 
 def run(board: Board, scenes: int, seed_start: int = 0, model=None,
         progress: Callable[[int], None] | None = None,
         checkpoint: Callable[[list[Tally], dict, int], None] | None = None,
-        checkpoint_every: int = 25) -> tuple[list[Tally], dict]:
-    """Run every configuration on scenes ``seed_start .. seed_start + scenes - 1``; returns tallies and facts.
+        checkpoint_every: int = 25, given_only: bool = False,
+        failures: Callable[[dict], None] | None = None) -> tuple[list[Tally], dict]:
+    """Run every configuration (``given_only``: those with the true calibration) on scenes ``seed_start ..
+    seed_start + scenes - 1``; returns tallies and facts.
 
     ``checkpoint(tallies, facts, scenes_done)`` is called every ``checkpoint_every`` scenes, so a
-    long run leaves partial results behind.
+    long run leaves partial results behind. ``failures`` is handed each failure's ``failure_record``
+    with its configuration and scene seed.
     """
     if seed_start < 0 or seed_start + scenes > HELD_OUT_LIMIT:
         raise KnockcamError(f"benchmark seeds must stay below {HELD_OUT_LIMIT} (training uses the rest): "
                             f"--seed-start {seed_start} with --scenes {scenes} goes to {seed_start + scenes - 1}")
-    configs = configurations(model is not None)
+    configs = [c for c in configurations(model is not None) if c.calibration == "given" or not given_only]
     tallies = {c.name: Tally(c.name) for c in configs}
     limit = error_limit()
     loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
@@ -365,10 +394,13 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
         for k, v in flag_floor(scene.tokens).items():
             facts["floor"][k] = facts["floor"].get(k, 0) + v
         # found in the photo, or (as knockcam score --reference does) in the empty-board frame: no tokens in the way
-        auto = {False: _auto_calibration(scene.image, board, loosest, facts["calibration_ms"]),
-                True: _auto_calibration(scene.reference, board, loosest)}
+        if not given_only:
+            auto = {False: _auto_calibration(scene.image, board, loosest, facts["calibration_ms"]),
+                    True: _auto_calibration(scene.reference, board, loosest)}
         for c in configs:
             tally = tallies[c.name]
+            failure = None if failures is None else (
+                lambda record, c=c, seed=seed: failures({"configuration": c.name, "seed": seed, **record}))
             if c.calibration == "given":
                 cal = scene.calibration
             else:  # with the frame: its calibration, else the photo's where it agrees, as knockcam score --reference
@@ -382,13 +414,13 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
                     cal = next((a for a in tried if _accepted(a, limit, True)), None)
             if cal is None:
                 tally.calibration_failures += 1
-                score_scene(tally, [], scene.tokens, refused=True)
+                score_scene(tally, [], scene.tokens, refused=True, failure=failure)
                 continue
             found, positions, ms, cpu_ms = timed(scene.image, cal, board, scene.reference if c.reference else None,
                                                  model if c.model else None)
             tally.ms.append(ms)
             tally.cpu_ms.append(cpu_ms)
-            score_scene(tally, positions, scene.tokens, board, found.hidden)
+            score_scene(tally, positions, scene.tokens, board, found.hidden, failure=failure)
         if progress:
             progress(n + 1)
         if checkpoint and (n + 1) % checkpoint_every == 0 and n + 1 < scenes:

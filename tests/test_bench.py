@@ -91,6 +91,49 @@ def test_bench_command_writes_its_results_file(tmp_path, capsys):
     assert "Speed check (`knockcam bench --speed`: scene 1000" in text  # after the scenes, on the same machine
 
 
+def test_each_failure_is_handed_on_with_its_cause_the_truth_and_the_call():
+    xy, other, phantom = middle_of_a_space(), middle_of_a_space(1), middle_of_a_space(2)
+    found = assign([found_at("yellow", xy), Token(side="blue", xy_mm=phantom, confidence=0.3, source="reference_only")],
+                   BOARD)
+    records = []
+    score_scene(Tally("t"), found, (truth_at("red", xy), truth_at("green", other, visible=0.6)), BOARD,
+                failure=records.append)
+    colour, missed, false = records
+    assert colour["cause"] == "colour" and not colour["flagged"] and colour["off_mm"] == 0.0
+    assert (colour["truth"]["side"], colour["call"]["side"]) == ("red", "yellow")
+    assert colour["truth"]["place"] == colour["call"]["place"] == truth_at("red", xy).space
+    assert missed == {"cause": "missed, in view", "flagged": False,
+                      "truth": {"side": "green", "place": truth_at("green", other).space,
+                                "xy_mm": [round(v, 1) for v in other], "visible": 0.6, "fallen": False,
+                                "margin_mm": None}}
+    assert false["cause"] == "false detection" and false["flagged"] and "truth" not in false
+    assert false["call"]["source"] == "reference_only" and false["call"]["flags"] == ["disagreement"]
+    json.dumps(records)  # as --failures writes them
+    right = []
+    score_scene(Tally("t"), assign([found_at("red", xy)], BOARD), (truth_at("red", xy),), BOARD, failure=right.append)
+    assert right == []
+
+
+def test_bench_given_only_lists_the_failures_of_the_true_calibration_rows(tmp_path, capsys):
+    out, failures = tmp_path / "given.md", tmp_path / "failures.jsonl"
+    assert main(["bench", "--scenes", "2", "--seed-start", "7", "--given-only", "--out", str(out),
+                 "--failures", str(failures), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(r["name"].endswith(", given calibration") for r in rows)
+    assert "--given-only --failures " in out.read_text()  # the command that made it
+    records = [json.loads(line) for line in failures.read_text().splitlines()]
+    assert {r["seed"] for r in records} <= {7, 8}
+    for t in rows:  # every token not right, and every false detection, once
+        mine = [r for r in records if r["configuration"] == t["name"]]
+        assert len([r for r in mine if r["cause"] != "false detection"]) == t["tokens"] - t["right"]
+        assert len([r for r in mine if r["cause"] == "false detection"]) == t["false_detections"]
+
+
+def test_bench_given_only_needs_its_own_results_file(capsys):
+    assert main(["bench", "--scenes", "1", "--given-only"]) == 2
+    assert "bench/results.md is not overwritten" in capsys.readouterr().err
+
+
 def test_bench_refuses_training_seeds(tmp_path, capsys):
     assert main(["bench", "--scenes", "2", "--seed-start", "99999", "--out", str(tmp_path / "r.md")]) == 2
     err = capsys.readouterr().err.strip()

@@ -24,6 +24,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--speed", action="store_true",
                         help="only time one held-out scene (a few seconds) and compare with the speed check the "
                              "--out results file recorded: is this machine as fast as the one that made it?")
+    parser.add_argument("--given-only", action="store_true",
+                        help="only the configurations with the true calibration (minutes, not most of an hour: for "
+                             "looking into the detectors; needs its own --out)")
+    parser.add_argument("--failures", metavar="FILE", default=None,
+                        help="also write every token missed or called wrong and every false detection, one JSON "
+                             "line each (configuration, scene seed, cause, flagged, the true token, the call)")
     parser.add_argument("--photos", metavar="DIR", default=None,
                         help="instead, score the labelled photos in DIR (a label file beside each: "
                              "docs/labelled-photos.md) every way they allow and write how many calls were right")
@@ -46,7 +52,11 @@ def run(args: argparse.Namespace) -> int:
 
     if args.photos is not None:
         return _photos(args)
+    if args.given_only and args.out is None:
+        raise KnockcamError("--given-only measures part of the benchmark: name its results file with --out, "
+                            "so that bench/results.md is not overwritten")
     args.out = str(check_writable(args.out or "bench/results.md"))  # before the hour of scenes, not after
+    failures_path = str(check_writable(args.failures)) if args.failures else None
     if args.scenes < 1:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
     board = load_board(args.board)
@@ -71,17 +81,27 @@ def run(args: argparse.Namespace) -> int:
                        ("cover network (what covers the board)", cover.path())):
         note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
     console = Console(stderr=True)
-    command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}")
+    command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}"
+                                  + (" --given-only" if args.given_only else "")
+                                  + (f" --failures {args.failures}" if args.failures else ""))
+    failures: list[dict] = []
+
+    def write_failures():
+        if failures_path:
+            write_atomic(failures_path, "".join(json.dumps(f) + "\n" for f in failures).encode("utf-8"))
 
     def checkpoint(tallies, facts, done):
         write_atomic(args.out, report(tallies, facts, command, args.scenes, args.seed_start, note, done).encode("utf-8"))
+        write_failures()
 
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("scenes", total=args.scenes)
         tallies, facts = run_bench(board, args.scenes, args.seed_start, model,
-                                   progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint)
+                                   progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint,
+                                   given_only=args.given_only, failures=failures.append if failures_path else None)
     text = report(tallies, facts, command, args.scenes, args.seed_start, note, speed=speed_check(board, model))
     write_atomic(args.out, text.encode("utf-8"))
+    write_failures()
     if args.json:
         print(json.dumps([{"name": t.name, "tokens": t.tokens, "right": t.right, "flagged": t.flagged,
                            "unflagged": t.unflagged, "unflagged_right": t.unflagged_right, "missed": t.missed,
@@ -89,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
                            "scenes_exact": t.scenes_exact, "scenes_sound": t.scenes_sound} for t in tallies], indent=2))
     else:
         Console().print(text)
-    console.print(f"wrote {args.out}")
+    console.print(f"wrote {args.out}" + (f" and {failures_path} ({len(failures)} failures)" if failures_path else ""))
     return 0
 
 
