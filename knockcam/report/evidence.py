@@ -346,9 +346,13 @@ def legend_panel(width: int, height: int) -> np.ndarray:
         ("go", "GO! line"),
     ]
     step = max(20, min(30, (height - y - 8) // len(rows)))  # every row fits a short panel too
+    sx = 16
+    room = min(width - sx - (80 if kind == "label" else 52) - 8 for kind, _ in rows)
+    widest = max(d.text_size(text, 0.45)[0] for _, text in rows)
+    scale = 0.45 * min(1.0, room / widest)  # every line ends inside a narrow panel too
     for kind, text in rows:
         y += step
-        sx, sy = 16, y - 6
+        sy = y - 6
         if kind == "space":
             cv2.rectangle(img, (sx, sy - 9), (sx + 28, sy + 9), d.side_bgr("blue"), 2)
             d.fill_alpha(img, [np.array([[sx, sy - 9], [sx + 28, sy - 9], [sx + 28, sy + 9], [sx, sy + 9]])],
@@ -376,7 +380,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
         elif kind == "go":
             cv2.line(img, (sx, sy), (sx + 28, sy), (0, 0, 255), 2)
         offset = 80 if kind == "label" else 52
-        d.put(img, text, (sx + offset, y), 0.45, d.INK)
+        d.put(img, text, (sx + offset, y), scale, d.INK)
     return img
 
 

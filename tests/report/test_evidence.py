@@ -13,7 +13,7 @@ from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
 from knockcam.report.evidence import (close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
-                                      header, round_text, token_lines, write_evidence)
+                                      header, legend_panel, round_text, token_lines, write_evidence)
 from synthetic_scene import scene
 
 BOARD = load_board()
@@ -187,3 +187,10 @@ def test_a_wild_calibration_still_draws(tmp_path):
                                                   dist_coeffs=None))
     image = evidence_image(wild)
     assert image.shape[0] > 900
+
+
+@pytest.mark.parametrize("width", [330, 260])
+def test_every_legend_line_ends_inside_its_panel(width):
+    panel = legend_panel(width, 290)
+    edge = panel[:, -6:].reshape(-1, 3)
+    assert (edge == np.array(d.PAPER, np.uint8)).all()  # no text runs into (or past) the panel's right edge
