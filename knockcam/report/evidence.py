@@ -321,12 +321,23 @@ def close_up(scored, index: int, size: int = TILE, half_mm: float = TILE_HALF_MM
 
 
 def close_up_caption(scored, index: int) -> list[str]:
-    """Two short lines under a close-up: the call with its coverage, and the runner-up with the margin."""
+    """Three short lines under a close-up: the call with its coverage, the runner-up with its, and the margin
+    (the number a close call turns on, on a line of its own so that a long space name never hides it)."""
     p = scored.positions[index]
     board = scored.board
     first = f"{call_words(board, p)} {p.coverage:.0%}" + (" (a human's call)" if "human_call" in p.flags else "")
-    second = f"vs {space_name(board, p.runner_up)} {p.runner_up_coverage:.0%}, margin {p.margin_mm:.1f} mm"
-    return [first, second]
+    return [first, f"vs {space_name(board, p.runner_up)} {p.runner_up_coverage:.0%}", f"margin {p.margin_mm:.1f} mm"]
+
+
+def fit_words(text: str, width: int, scale: float) -> str:
+    """``text`` as drawn at ``scale`` within ``width`` px: too long, its words are cut short before the last one
+    (a coverage, a number), which is always kept: "vs North Carolina Av.. 29%"."""
+    if d.text_size(text, scale)[0] <= width or " " not in text:
+        return text
+    head, tail = text.rsplit(" ", 1)
+    while head and d.text_size(f"{head}.. {tail}", scale)[0] > width:
+        head = head[:-1]
+    return f"{head.rstrip()}.. {tail}"
 
 
 def legend_panel(width: int, height: int) -> np.ndarray:
@@ -511,7 +522,7 @@ def _close_ups(canvas, scored, x0: int, y0: int, width: int, height: int) -> Non
         picks = sorted(range(len(scored.positions)), key=lambda i: scored.positions[i].margin_mm)
         title, color, picks = "No close calls; the tightest calls:", d.INK, picks[:4]
     d.put(panel, title, (10, 24), 0.6, color, 2)
-    title_h, caption_h = 36, 44
+    title_h, caption_h = 36, 58
     size, cols, rows = _grid(len(picks), width - 10, height - title_h, caption_h)
     shown = min(len(picks), cols * rows)
     for k, index in enumerate(picks[:shown]):
@@ -519,10 +530,8 @@ def _close_ups(canvas, scored, x0: int, y0: int, width: int, height: int) -> Non
         y = title_h + (k // cols) * (size + caption_h)
         panel[y:y + size, x:x + size] = close_up(scored, index, size=size)
         cap_scale = 0.4 if size >= 180 else 0.33
-        room = int(size / d.text_size("n", cap_scale)[0])
         for j, text in enumerate(close_up_caption(scored, index)):
-            d.put(panel, text if len(text) <= room else text[:room - 2] + "..", (x, y + size + 15 + 16 * j),
-                  cap_scale, d.INK)
+            d.put(panel, fit_words(text, size, cap_scale), (x, y + size + 15 + 14 * j), cap_scale, d.INK)
     if len(picks) > shown:
         d.put(panel, f"+{len(picks) - shown} more: knockcam explain IMAGE --token N", (10, height - 8), 0.45,
               d.CLOSE, 1)

@@ -13,7 +13,8 @@ from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
 from knockcam.report.evidence import (close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
-                                      header, legend_panel, round_text, token_lines, write_evidence)
+                                      fit_words, header, legend_panel, round_text, token_lines,
+                                      write_evidence)
 from synthetic_scene import scene
 
 BOARD = load_board()
@@ -194,3 +195,13 @@ def test_every_legend_line_ends_inside_its_panel(width):
     panel = legend_panel(width, 290)
     edge = panel[:, -6:].reshape(-1, 3)
     assert (edge == np.array(d.PAPER, np.uint8)).all()  # no text runs into (or past) the panel's right edge
+
+
+def test_a_close_ups_caption_keeps_its_numbers_however_long_the_space_names():
+    scored = _scored([_boundary_token()[0]])
+    call, runner_up, margin = close_up_caption(scored, 0)
+    assert call.endswith("%") and runner_up.startswith("vs ") and runner_up.endswith("%")
+    assert margin == f"margin {scored.positions[0].margin_mm:.1f} mm"  # a line of its own: never cut off
+    short = fit_words("vs North Carolina Avenue 29%", 120, 0.4)
+    assert short.endswith(".. 29%") and short.startswith("vs North") and d.text_size(short, 0.4)[0] <= 120
+    assert fit_words("vs Go 42%", 120, 0.4) == "vs Go 42%"
