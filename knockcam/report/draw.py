@@ -114,6 +114,24 @@ def label(image: np.ndarray, text: str, org, scale: float, color=(255, 255, 255)
     return x0, y0, x1, y1
 
 
+def fitted(text: str, width: int, scale: float, thickness: int = 1, font=FONT) -> float:
+    """``scale``, or the smaller one at which ``text`` is at most ``width`` px wide (a font's width does not
+    shrink quite in step with its scale, so it is measured again)."""
+    while scale > 0.2 and text_size(text, scale, thickness, font)[0] > width:
+        scale *= min(0.97, width / text_size(text, scale, thickness, font)[0])
+    return scale
+
+
+def shortened(text: str, width: int, scale: float, thickness: int = 1, font=FONT) -> str:
+    """``text``, or its start and end with ".." between, at most ``width`` px wide at ``scale`` (a file name
+    keeps its beginning and its extension)."""
+    for keep in range(len(text), 1, -1):
+        short = text if keep == len(text) else text[:(keep + 1) // 2] + ".." + text[len(text) - keep // 2:]
+        if text_size(short, scale, thickness, font)[0] <= width:
+            return short
+    return ".."
+
+
 def put(image: np.ndarray, text: str, org, scale: float, color=INK, thickness: int = 1, font=FONT) -> int:
     """Plain text with its baseline-left at ``org``; returns the text width."""
     cv2.putText(image, text, (int(org[0]), int(org[1])), font, scale, color, thickness, cv2.LINE_AA)

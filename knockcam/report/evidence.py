@@ -359,8 +359,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
     step = max(20, min(30, (height - y - 8) // len(rows)))  # every row fits a short panel too
     sx = 16
     room = min(width - sx - (80 if kind == "label" else 52) - 8 for kind, _ in rows)
-    widest = max(d.text_size(text, 0.45)[0] for _, text in rows)
-    scale = 0.45 * min(1.0, room / widest)  # every line ends inside a narrow panel too
+    scale = min(d.fitted(text, room, 0.45) for _, text in rows)  # every line ends inside a narrow panel too
     for kind, text in rows:
         y += step
         sy = y - 6

@@ -103,11 +103,14 @@ def explain_image(scored, explanations: list[Explanation], tile: int = 360) -> n
     rows = (n + per_row - 1) // per_row
     text_h = 150
     cell_w, cell_h = tile + 20, tile + text_h
-    header_h = 50
+    header_h = 62
     img = np.full((header_h + rows * cell_h + 10, per_row * cell_w + 10, 3), d.PAPER, np.uint8)
+    room = img.shape[1] - 24
     sides = sorted({e.side for e in explanations}, key=SIDES.index)
-    title = f"knockcam explain: {', '.join(sides) or 'no tokens'} in {scored.image_path.split('/')[-1]}"
-    d.put(img, title, (12, 32), 0.7, d.INK, 2)
+    title = f"knockcam explain: {', '.join(sides) or 'no tokens'}"
+    d.put(img, title, (12, 30), d.fitted(title, room, 0.7, 2), d.INK, 2)
+    name = scored.image_path.split('/')[-1]
+    d.put(img, d.shortened(name, room, 0.5), (12, 52), 0.5, d.MUTED, 1)
     if not explanations:
         d.put(img, "no tokens of this side were found", (12, 80), 0.6, d.MUTED, 1)
     for k, e in enumerate(explanations):
@@ -117,7 +120,7 @@ def explain_image(scored, explanations: list[Explanation], tile: int = 360) -> n
         color = d.CLOSE if e.ambiguous else d.INK
         ty = y + tile + 20
         head = f"#{e.number} {e.side}: {e.call}" + ("  CLOSE CALL" if e.ambiguous else "")
-        d.put(img, head, (x, ty), 0.55, color, 2)
+        d.put(img, head, (x, ty), d.fitted(head, tile, 0.55, 2), color, 2)
         for cat, share in e.shares[:4]:
             ty += 19
             d.put(img, f"{share:6.1%}  {space_name(board, cat)}", (x + 4, ty), 0.5, d.INK, 1)

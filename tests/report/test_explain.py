@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
+
+import numpy as np
 import pytest
 
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
+from knockcam.report import draw as d
 from knockcam.report.explain import explain, explain_image, parse_tokens
 from synthetic_scene import scene
 
@@ -53,6 +57,13 @@ def test_a_token_is_explained_by_its_number_as_the_score_table_prints_it():
     assert {e.number for e in both} == {i + 1 for i, p in enumerate(scored.positions) if p.side == side} | {numbers[0]}
     with pytest.raises(KnockcamError, match=f"--token {len(scored.positions) + 1}: the photo has"):
         explain(scored, (), (len(scored.positions) + 1,))
+
+
+def test_one_tokens_picture_has_its_whole_title():
+    scored = dataclasses.replace(_scored(), image_path="/photos/" + "a_long_photo_name_from_a_phone_" * 3 + ".jpg")
+    picture = explain_image(scored, explain(scored, (), (1,)))
+    header = picture[:62, -8:].reshape(-1, 3)  # the title and the photo's name end inside the picture
+    assert (header == np.array(d.PAPER, np.uint8)).all()
 
 
 @pytest.mark.parametrize("values, expected", [(["red"], (("red",), ())), (["Red,blue"], (("red", "blue"), ())),
