@@ -1,7 +1,7 @@
 """`knockcam board`: show, export or draw the board file; `knockcam board check` overlays it on a photo.
 
     knockcam board [--board FILE] [--json] [--png OUT.png]
-    knockcam board check PHOTO --corners "x,y x,y x,y x,y" [--board FILE] [--out OUT.png]
+    knockcam board check PHOTO (--corners "x,y x,y x,y x,y" | --calibration FILE) [--board FILE] [--out OUT.png]
 """
 
 from __future__ import annotations
@@ -31,8 +31,12 @@ def register(subparsers) -> None:
         "check", help="overlay the layout on a photo of your board to see where it differs",
         description="Draw the board file's space outlines into a photo, placed by the board's four corners.")
     check.add_argument("photo", metavar="PHOTO", help="photo of the whole board")
-    check.add_argument("--corners", required=True, metavar='"x,y x,y x,y x,y"',
-                       help="the board's corners in photo pixels: near-left (GO! end), near-right, far-right, far-left")
+    placed = check.add_mutually_exclusive_group(required=True)
+    placed.add_argument("--corners", metavar='"x,y x,y x,y x,y"',
+                        help="the board's corners in photo pixels: near-left (GO! end), near-right, far-right, far-left")
+    placed.add_argument("--calibration", metavar="FILE",
+                        help="a calibration file of this camera ('knockcam calibrate' with --corners, --click or the "
+                             "marker sheet), instead of --corners")
     check.add_argument("--board", metavar="FILE", default=argparse.SUPPRESS, help=BOARD_HELP)
     check.add_argument("--out", metavar="OUT.png", help="where to write the overlay (default PHOTO-board-check.png)")
     check.set_defaults(run=run_check)
@@ -121,14 +125,19 @@ def run_check(args) -> int:
     import numpy as np
 
     from knockcam.board import load_board
-    from knockcam.board.drawing import draw_layout_overlay
     from knockcam.calibrate.calibration import Calibration
 
     board = load_board(getattr(args, "board", None))
-    corners = parse_corners(args.corners)
     photo = Path(args.photo)
     image = load_photo(photo)
     h, w = image.shape[:2]
+    if args.calibration is not None:
+        calibration = Calibration.load(args.calibration)
+        if tuple(calibration.image_size) != (w, h):
+            raise KnockcamError(f"{args.calibration} is for {calibration.image_size[0]}x{calibration.image_size[1]} "
+                                f"images, {photo} is {w}x{h}: give the photo from that camera, or --corners")
+        return _write_check(image, calibration, board, photo, args.out)
+    corners = parse_corners(args.corners)
     for x, y in corners:
         if not (0 <= x < w and 0 <= y < h):
             raise KnockcamError(f"--corners: point ({x:g}, {y:g}) is outside the photo ({w} x {h} px)")
@@ -140,10 +149,16 @@ def run_check(args) -> int:
                             "near-left, near-right, far-right, far-left")
     homography = cv2.getPerspectiveTransform(board_mm, px)
     calibration = Calibration(method="corners", image_size=(w, h), homography=homography.astype(np.float64))
-    overlay = draw_layout_overlay(image, calibration, board)
-    out = Path(args.out) if args.out else Path(f"{photo.stem}-board-check.png")
-    _write_png(out, overlay)
-    print(f"wrote {out}: the board file's outlines (yellow), board edge (white) and GO! line (red) on your photo")
+    return _write_check(image, calibration, board, photo, args.out)
+
+
+def _write_check(image, calibration, board, photo: Path, out: str | None) -> int:
+    """The board file's outlines drawn into the photo where ``calibration`` places them, written as PNG."""
+    from knockcam.board.drawing import draw_layout_overlay
+
+    path = Path(out) if out else Path(f"{photo.stem}-board-check.png")
+    _write_png(path, draw_layout_overlay(image, calibration, board))
+    print(f"wrote {path}: the board file's outlines (yellow), board edge (white) and GO! line (red) on your photo")
     return 0
 
 

@@ -124,6 +124,26 @@ def test_check_honours_board_option(tmp_path, capsys):
     assert not np.array_equal(cv2.imread(str(a)), cv2.imread(str(b)))
 
 
+def test_check_takes_a_calibration_file_instead_of_corners(tmp_path, capsys):
+    from knockcam.calibrate.calibration import Calibration
+
+    photo = tmp_path / "photo.jpg"
+    corners = fake_photo(photo)
+    w, h = load_board().size_mm
+    homography = cv2.getPerspectiveTransform(np.float32([(0, 0), (w, 0), (w, h), (0, h)]), corners)
+    saved = tmp_path / "camera.yaml"
+    Calibration(method="corners", image_size=(900, 1000), homography=homography.astype(np.float64)).save(saved)
+    text = " ".join(f"{x:g},{y:g}" for x, y in corners)
+    a, b = tmp_path / "a.png", tmp_path / "b.png"
+    assert main(["board", "check", str(photo), "--corners", text, "--out", str(a)]) == 0
+    assert main(["board", "check", str(photo), "--calibration", str(saved), "--out", str(b)]) == 0
+    assert np.array_equal(cv2.imread(str(a)), cv2.imread(str(b)))  # the same board, placed the same way
+    Calibration(method="corners", image_size=(1280, 720), homography=homography.astype(np.float64)).save(saved)
+    capsys.readouterr()
+    assert main(["board", "check", str(photo), "--calibration", str(saved)]) == 2
+    assert "is for 1280x720 images" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("corners, expect", [
     ("1,2 3,4 5,6", "needs 4 points"),
     ("1,2 3,4 5,6 x,7", "is not x,y"),
