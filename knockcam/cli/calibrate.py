@@ -123,7 +123,12 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({**cal.to_dict(board.size_mm), "file": str(out)}))
     else:
-        print(f"{cal.method}: error {cal.error_mm:.2f} mm ({cal.error_source}); wrote {out}")
+        from knockcam.calibrate.quality import error_limit
+
+        print(f"{cal.method}: error {cal.error_mm:.2f} mm on the board (limit {error_limit(args.max_error):g} mm); "
+              f"wrote {out}")
+        print(f"  how: {cal.error_source}")
+        print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
     return 0
 
 

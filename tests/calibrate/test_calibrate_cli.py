@@ -23,6 +23,11 @@ def test_corners_on_the_command_line(tmp_path, scene, board, capsys):
     assert printed["method"] == "corners" and len(printed["corners_px"]) == 4
     assert 3 < printed["error_mm"] <= 4 and "at the worst corner" in printed["error_source"]
     assert Calibration.load(out).method == "corners"
+    assert main(["calibrate", str(img), "--corners", corners, "--out", str(out), "--max-error", "4"]) == 0
+    said, how, then = capsys.readouterr().out.splitlines()  # in words: the error, how it was read, what next
+    assert said.startswith("corners: error 3.") and "on the board (limit 4 mm); wrote " + str(out) in said
+    assert how.startswith("  how: ") and "at the worst corner" in how
+    assert then.startswith(f"  next: knockcam score PHOTO --calibration {out}")
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, capsys):
