@@ -132,6 +132,26 @@ def shortened(text: str, width: int, scale: float, thickness: int = 1, font=FONT
     return ".."
 
 
+def fit_words(text: str, width: int, scale: float, thickness: int = 1, font=FONT) -> str:
+    """``text``, at most ``width`` px wide at ``scale``: the words before its first number (a space's name) are
+    cut short, the number and what follows it kept ("vs North Carolina Av.. 29%"); cut at the end only when
+    that is not enough."""
+    def fits(words: str) -> bool:
+        return text_size(words, scale, thickness, font)[0] <= width
+
+    if fits(text):
+        return text
+    words = text.split(" ")
+    first_number = next((i for i, w in enumerate(words) if any(c.isdigit() for c in w)), len(words) - 1)
+    head, tail = " ".join(words[:first_number]), " ".join(words[first_number:])
+    while head and not fits(f"{head}.. {tail}"):
+        head = head[:-1].rstrip()
+    short = f"{head}.. {tail}" if head else tail
+    while not fits(short) and len(short) > 2:
+        short = short[:-3] + ".."
+    return short
+
+
 def put(image: np.ndarray, text: str, org, scale: float, color=INK, thickness: int = 1, font=FONT) -> int:
     """Plain text with its baseline-left at ``org``; returns the text width."""
     cv2.putText(image, text, (int(org[0]), int(org[1])), font, scale, color, thickness, cv2.LINE_AA)

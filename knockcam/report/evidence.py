@@ -329,17 +329,6 @@ def close_up_caption(scored, index: int) -> list[str]:
     return [first, f"vs {space_name(board, p.runner_up)} {p.runner_up_coverage:.0%}", f"margin {p.margin_mm:.1f} mm"]
 
 
-def fit_words(text: str, width: int, scale: float) -> str:
-    """``text`` as drawn at ``scale`` within ``width`` px: too long, its words are cut short before the last one
-    (a coverage, a number), which is always kept: "vs North Carolina Av.. 29%"."""
-    if d.text_size(text, scale)[0] <= width or " " not in text:
-        return text
-    head, tail = text.rsplit(" ", 1)
-    while head and d.text_size(f"{head}.. {tail}", scale)[0] > width:
-        head = head[:-1]
-    return f"{head.rstrip()}.. {tail}"
-
-
 def legend_panel(width: int, height: int) -> np.ndarray:
     """What the marks mean."""
     img = np.full((height, width, 3), d.PAPER, np.uint8)
@@ -530,7 +519,7 @@ def _close_ups(canvas, scored, x0: int, y0: int, width: int, height: int) -> Non
         panel[y:y + size, x:x + size] = close_up(scored, index, size=size)
         cap_scale = 0.4 if size >= 180 else 0.33
         for j, text in enumerate(close_up_caption(scored, index)):
-            d.put(panel, fit_words(text, size, cap_scale), (x, y + size + 15 + 14 * j), cap_scale, d.INK)
+            d.put(panel, d.fit_words(text, size, cap_scale), (x, y + size + 15 + 14 * j), cap_scale, d.INK)
     if len(picks) > shown:
         d.put(panel, f"+{len(picks) - shown} more: knockcam explain IMAGE --token N", (10, height - 8), 0.45,
               d.CLOSE, 1)

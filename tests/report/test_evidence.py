@@ -13,8 +13,7 @@ from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
 from knockcam.report.evidence import (close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
-                                      fit_words, header, legend_panel, round_text, token_lines,
-                                      write_evidence)
+                                      header, legend_panel, round_text, token_lines, write_evidence)
 from synthetic_scene import scene
 
 BOARD = load_board()
@@ -202,6 +201,9 @@ def test_a_close_ups_caption_keeps_its_numbers_however_long_the_space_names():
     call, runner_up, margin = close_up_caption(scored, 0)
     assert call.endswith("%") and runner_up.startswith("vs ") and runner_up.endswith("%")
     assert margin == f"margin {scored.positions[0].margin_mm:.1f} mm"  # a line of its own: never cut off
-    short = fit_words("vs North Carolina Avenue 29%", 120, 0.4)
+    short = d.fit_words("vs North Carolina Avenue 29%", 120, 0.4)
     assert short.endswith(".. 29%") and short.startswith("vs North") and d.text_size(short, 0.4)[0] <= 120
-    assert fit_words("vs Go 42%", 120, 0.4) == "vs Go 42%"
+    assert d.fit_words("vs Go 42%", 120, 0.4) == "vs Go 42%"
+    mine = d.fit_words("North Carolina Avenue 71% (a human's call)", 180, 0.4)
+    assert mine.endswith(".. 71% (a human's call)") and d.text_size(mine, 0.4)[0] <= 180
+    assert d.text_size(d.fit_words("a_very_long_word_with_no_number_at_all", 60, 0.4), 0.4)[0] <= 60
