@@ -41,6 +41,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--resume", metavar="LOG", help="continue the game in this log (after a crash or a stop)")
     parser.add_argument("--answers", metavar="FILE", help="scripted answers (YAML/JSON: key -> answer, or a list)")
     parser.add_argument("--show", action="store_true", help="overlay window (needs a display)")
+    parser.add_argument("--serve", metavar="PORT", type=int, default=None,
+                        help="also show the game on a web page at http://THIS-COMPUTER:PORT (the camera with the "
+                             "overlay, the scoreboard, the messages), for a TV or phones on the same network")
     parser.add_argument("--quiet", action="store_true", help="no scoreboards, only errors and the result")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object at the end")
     parser.add_argument("--bench", action="store_true",
@@ -68,7 +71,50 @@ def _sides(text: str | None, what: str) -> list[str] | None:
     return sides
 
 
+def _display(board, args: argparse.Namespace):
+    """The terminal scoreboard, with the --show window and the --serve page when asked for."""
+    from knockcam.live.display import Display
+
+    page = None
+    if args.serve is not None:
+        from knockcam.errors import KnockcamError
+        from knockcam.live.web import GamePage
+
+        if not 0 <= args.serve <= 65535:
+            raise KnockcamError(f"--serve {args.serve}: a port is 0 to 65535, e.g. --serve 8765")
+        page = args.page = GamePage(args.serve)  # run() closes it, whatever happens after
+        print(f"the game's page: http://{_address()}:{page.port}/ (phones and a TV on this network; "
+              f"http://localhost:{page.port}/ on this computer)", file=sys.stderr)
+    return Display(board, show=args.show, quiet=args.quiet, page=page)
+
+
+def _address() -> str:
+    """This computer's address on its network, as phones at the table reach it (its name when unknown)."""
+    import socket
+
+    probe = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        probe.connect(("192.0.2.1", 9))  # a documentation address: nothing is sent, the route picks the interface
+        return probe.getsockname()[0]
+    except OSError:
+        return socket.gethostname()
+    finally:
+        probe.close()
+
+
 def run(args: argparse.Namespace) -> int:
+    args.page = None
+    try:
+        code = _run(args)
+        if args.page is not None and code == 0 and args.answers is None and sys.stdin.isatty():
+            input("the final standings are on the game's page: press Enter to stop serving it ")
+        return code
+    finally:
+        if args.page is not None:
+            args.page.close()
+
+
+def _run(args: argparse.Namespace) -> int:
     import datetime as dt
     import random
 
@@ -76,7 +122,6 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.calibrate.calibration import Calibration
     from knockcam.errors import KnockcamError
     from knockcam.files import load_photo
-    from knockcam.live.display import Display
     from knockcam.live.frames import camera_source, size_note, video_source
     from knockcam.live.log import check_new, read_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
@@ -97,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         start = entries[0]
         n_answers = sum(1 for e in entries if e["kind"] == "answer")
         board = load_board(start.get("board"))
-        display = Display(board, show=args.show, quiet=args.quiet)
+        display = _display(board, args)
         source_info = start.get("source", {})
         if args.sides or args.order:
             raise KnockcamError("--resume continues the logged game: --sides and --order cannot change it")
@@ -114,7 +159,7 @@ def run(args: argparse.Namespace) -> int:
         if args.camera is None and args.video is None:
             raise KnockcamError("give --camera N or --video FILE")
         board = load_board(args.board)
-        display = Display(board, show=args.show, quiet=args.quiet)  # --show without a display fails here
+        display = _display(board, args)  # --show without a display, or a port in use, fails here
         calibration = Calibration.load(args.calibration) if args.calibration else None
         reference = None
         if args.reference:

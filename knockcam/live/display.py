@@ -1,4 +1,5 @@
-"""What the table sees: a rich terminal scoreboard (always) and an optional overlay window (``--show``).
+"""What the table sees: a rich terminal scoreboard (always), an optional overlay window (``--show``) and
+an optional web page of the same (``--serve PORT``, knockcam.live.web).
 
 Headless always works; the window needs an OpenCV build with a GUI and a display, and says so
 clearly when there is none.
@@ -30,17 +31,35 @@ def check_window() -> None:
 class Display:
     """Terminal messages and scoreboards; with ``show`` an overlay window of the camera."""
 
-    def __init__(self, board: Board, *, console: Console | None = None, show: bool = False, quiet: bool = False):
+    def __init__(self, board: Board, *, console: Console | None = None, show: bool = False, quiet: bool = False,
+                 page=None):
         self.board = board
         self.console = console or Console(highlight=False)
         self.show = show
         self.quiet = quiet
+        self.page = page  # a knockcam.live.web.GamePage, or None
         if show:
             check_window()
+
+    @property
+    def wants_frames(self) -> bool:
+        """Whether the camera's frames are shown anywhere (the window or the page)."""
+        return self.show or self.page is not None
 
     def message(self, text: str) -> None:
         if not self.quiet:
             self.console.print(text, markup=False)
+        self.told(text)
+
+    def told(self, text: str) -> None:
+        """A message the players were told (on the terminal by the prompter): the page lists it too."""
+        if self.page is not None:
+            self.page.show_message(text)
+
+    def asked(self, question: str | None) -> None:
+        """The question now waiting at the keyboard (None once answered): the page shows it."""
+        if self.page is not None:
+            self.page.show_question(question)
 
     def scoreboard(self, snapshot: dict, provisional=None) -> Table:
         table = Table(title=f"Round {snapshot['round']} of {snapshot['rounds']} - {snapshot['phase']}"
@@ -59,8 +78,13 @@ class Display:
     def status(self, snapshot: dict, provisional=None) -> None:
         if not self.quiet:
             self.console.print(self.scoreboard(snapshot, provisional))
+        if self.page is not None:
+            self.page.show_state(snapshot)
+            self.page.show_provisional(provisional)
 
     def round_table(self, number: int, result: dict) -> None:
+        if self.page is not None:
+            self.page.show_round(number, result)
         if self.quiet:
             return
         table = Table(title=f"Round {number} scored")
@@ -75,6 +99,8 @@ class Display:
         self.console.print(table)
 
     def standings(self, standings: list[dict]) -> None:
+        if self.page is not None:
+            self.page.show_standings(standings)
         if self.quiet:
             return
         table = Table(title="Final standings (W1)")
@@ -115,14 +141,24 @@ class Display:
         return out
 
     def frame(self, image: np.ndarray, calibration, snapshot: dict, note: str = "") -> None:
-        if not self.show:
+        """One camera frame: drawn in the window (every frame) and on the page (a few a second)."""
+        to_page = self.page is not None and self.page.frame_due()
+        if not (self.show or to_page):
             return
         import cv2
 
-        cv2.imshow(WINDOW, self.overlay(image, calibration, snapshot, note))
-        cv2.waitKey(1)
+        drawn = self.overlay(image, calibration, snapshot, note)
+        if self.show:
+            cv2.imshow(WINDOW, drawn)
+            cv2.waitKey(1)
+        if to_page:
+            ok, jpeg = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, 80])
+            if ok:
+                self.page.show_frame(jpeg.tobytes())
+            self.page.show_state(snapshot)
 
     def close(self) -> None:
+        """Close the window (the page is its owner's to close: it may stay up for the final standings)."""
         if self.show:
             import cv2
 

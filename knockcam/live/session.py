@@ -196,12 +196,18 @@ class LiveGame:
     def tell(self, message: str) -> None:
         if not self.muted and self.live_prompter is not None:
             self.live_prompter.tell(message)
+            if self.display is not None:
+                self.display.told(message)
 
     def _log_question(self, question) -> None:
         if self.log is not None:
             self.log.append("question", key=question.key, text=question.text, default=question.default)
+        if self.display is not None:
+            self.display.asked(question.text)
 
     def _log_answer(self, question, answer: str) -> None:
+        if self.display is not None:
+            self.display.asked(None)
         if self.log is not None:
             self.log.append("answer", key=question.key, answer=answer)
 
@@ -255,7 +261,7 @@ class LiveGame:
             g0 = clock()
             state = loop.gate.update(frame.image, frame.t)
             stats.gate_s += clock() - g0
-            if self.display is not None and self.display.show:
+            if self.display is not None and self.display.wants_frames:
                 self.display.frame(frame.image, self.calibration, self.tracker.snapshot())
             if not state.settled:
                 continue
@@ -294,7 +300,7 @@ class LiveGame:
             calibration = loop.cfg["calibration"]
             loop.search = loop.search or BoardSearch(float(calibration["retry_s"]), float(calibration["give_up_s"]))
             if not self._look_for_board(frame, loop.search):
-                if self.display is not None and self.display.show:
+                if self.display is not None and self.display.wants_frames:
                     self.display.frame(frame.image, None, self.tracker.snapshot(), "looking for the board")
                 return False
         if loop.gate is None:

@@ -1,0 +1,189 @@
+"""A page of the game for the table (``knockcam live --serve PORT``): the camera with the overlay, the
+scoreboard, what the round would pay if it ended now, the last messages and the question waiting at the
+keyboard, for a TV or the players' phones on the same network.
+
+Python's own HTTP server runs in a thread beside the frame loop; the loop only hands it what it has
+already made (the overlay as JPEG, at most ``frames_per_s`` a second, and the scoreboard's numbers), so
+serving costs the game nothing when nobody looks. The page asks ``/state.json`` every second and
+shows ``/frame.jpg``. Answers are still typed at the keyboard: the page shows, it does not decide.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import deque
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from knockcam.errors import KnockcamError
+
+MESSAGES = 12  # the last messages the page lists
+
+
+class GamePage:
+    """The state the page shows, and the server that shows it. Every method is safe to call from the loop."""
+
+    def __init__(self, port: int, host: str = "0.0.0.0", frames_per_s: float = 4.0):
+        self._lock = threading.Lock()
+        self._jpeg: bytes | None = None
+        self._state: dict = {"frame": 0, "messages": [], "question": None, "if_it_ended_now": None, "last_round": None,
+                             "standings": None}
+        self._messages: deque[str] = deque(maxlen=MESSAGES)
+        self._every_s = 1.0 / frames_per_s
+        self._last_frame_t = float("-inf")
+        page = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802 (the name http.server calls)
+                page._answer(self)
+
+            def log_message(self, *args):  # the terminal is the game's: no request log there
+                pass
+
+        try:
+            self._server = ThreadingHTTPServer((host, port), Handler)
+        except OSError as error:
+            raise KnockcamError(f"--serve {port}: cannot serve there ({error.strerror or error})",
+                                "give another port, e.g. --serve 8765") from None
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, name="knockcam page", daemon=True)
+        self._thread.start()
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    # -- what the loop hands over ---------------------------------------------------------------------------
+    def frame_due(self) -> bool:
+        """Whether a new picture is wanted now (at most ``frames_per_s`` a second)."""
+        return time.monotonic() - self._last_frame_t >= self._every_s
+
+    def show_frame(self, jpeg: bytes) -> None:
+        with self._lock:
+            self._jpeg = jpeg
+            self._state["frame"] += 1
+            self._last_frame_t = time.monotonic()
+
+    def show_state(self, snapshot: dict) -> None:
+        """The scoreboard's numbers: the tracker's snapshot."""
+        keys = ("round", "rounds", "phase", "order", "expected", "slid", "cash", "pot")
+        with self._lock:
+            self._state.update({k: snapshot.get(k) for k in keys})
+
+    def show_provisional(self, provisional) -> None:
+        """What the round pays if it ended now (a RoundResult; None: not in a round)."""
+        with self._lock:
+            self._state["if_it_ended_now"] = None if provisional is None else dict(provisional.delta)
+
+    def show_message(self, text: str) -> None:
+        with self._lock:
+            self._messages.append(text)
+            self._state["messages"] = list(self._messages)
+
+    def show_question(self, text: str | None) -> None:
+        """The question waiting for an answer at the keyboard (None: none)."""
+        with self._lock:
+            self._state["question"] = text
+
+    def show_round(self, number: int, result: dict) -> None:
+        with self._lock:
+            self._state["last_round"] = {"round": number, "order": result["order"],
+                                         "delta": {s: result["per_side"][s]["delta"] for s in result["order"]},
+                                         "pot_after": result["pot_after"]}
+
+    def show_standings(self, standings: list[dict]) -> None:
+        with self._lock:
+            self._state["standings"] = [dict(s) for s in standings]
+
+    def state(self) -> dict:
+        with self._lock:
+            return json.loads(json.dumps(self._state))
+
+    def close(self) -> None:
+        """Stop serving (again: nothing)."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join()
+
+    # -- the server's side ------------------------------------------------------------------------------------
+    def _answer(self, request: BaseHTTPRequestHandler) -> None:
+        path = request.path.split("?", 1)[0]
+        if path in ("/", "/index.html"):
+            body, kind = PAGE.encode("utf-8"), "text/html; charset=utf-8"
+        elif path == "/state.json":
+            body, kind = json.dumps(self.state()).encode("utf-8"), "application/json"
+        elif path == "/frame.jpg":
+            with self._lock:
+                jpeg = self._jpeg
+            if jpeg is None:
+                request.send_error(404, "no frame yet")
+                return
+            body, kind = jpeg, "image/jpeg"
+        else:
+            request.send_error(404)
+            return
+        request.send_response(200)
+        request.send_header("Content-Type", kind)
+        request.send_header("Content-Length", str(len(body)))
+        request.send_header("Cache-Control", "no-store")
+        request.end_headers()
+        request.wfile.write(body)
+
+
+PAGE = """<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
+<title>knockcam live</title>
+<style>
+body { font-family: system-ui, sans-serif; margin: 0; background: #222; color: #eee; }
+main { display: flex; flex-wrap: wrap; gap: 12px; padding: 12px; }
+#camera { flex: 3 1 480px; } #camera img { width: 100%; border-radius: 6px; background: #000; }
+#board { flex: 1 1 260px; }
+table { border-collapse: collapse; width: 100%; font-size: 1.3em; }
+td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child { text-align: left; }
+.red { color: #f55; } .yellow { color: #fd3; } .green { color: #5d5; } .blue { color: #6af; }
+#question { background: #a60; padding: 8px; border-radius: 6px; font-size: 1.2em; }
+#messages { color: #bbb; font-size: 0.95em; padding-left: 1.2em; }
+h1 { font-size: 1.3em; margin: 0 0 8px 0; }
+</style></head>
+<body><main>
+<section id="camera"><img id="frame" alt="the camera, once the board is found"></section>
+<section id="board">
+<h1 id="title">knockcam live</h1>
+<div id="question" hidden></div>
+<table><thead><tr><th>side</th><th>slid</th><th>cash</th><th>if the round ended now</th></tr></thead>
+<tbody id="sides"></tbody></table>
+<p id="pot"></p><p id="last"></p><p id="standings"></p>
+<ul id="messages"></ul>
+</section></main>
+<script>
+let shown = -1;
+function cell(row, text, cls) { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; }
+async function refresh() {
+  let s;
+  try { s = await (await fetch("state.json", {cache: "no-store"})).json(); } catch (e) { return; }
+  document.getElementById("title").textContent = s.round === undefined ? "knockcam live" :
+    `Round ${s.round} of ${s.rounds}: ${s.phase}` + (s.expected ? ` (next: ${s.expected})` : "");
+  const q = document.getElementById("question");
+  q.hidden = !s.question; q.textContent = s.question ? "Waiting at the keyboard: " + s.question : "";
+  const body = document.getElementById("sides"); body.replaceChildren();
+  for (const side of (s.order || [])) {
+    const row = body.insertRow();
+    cell(row, side, side); cell(row, (s.slid || {})[side] || 0); cell(row, "M" + s.cash[side]);
+    const d = s.if_it_ended_now ? s.if_it_ended_now[side] : null;
+    cell(row, d === null || d === undefined ? "" : (d >= 0 ? "+" : "") + d);
+  }
+  document.getElementById("pot").textContent = s.pot === undefined ? "" : `Free Parking pot M${s.pot}`;
+  const last = s.last_round;
+  document.getElementById("last").textContent = last ? `Round ${last.round} paid: ` +
+    last.order.map(x => `${x} ${last.delta[x] >= 0 ? "+" : ""}${last.delta[x]}`).join(", ") : "";
+  document.getElementById("standings").textContent = s.standings ? "Final standings: " +
+    s.standings.map(x => `${x.place}. ${x.side} M${x.cash}`).join(", ") : "";
+  const list = document.getElementById("messages"); list.replaceChildren();
+  for (const m of s.messages.slice().reverse()) { const li = document.createElement("li"); li.textContent = m; list.append(li); }
+  if (s.frame !== shown) { shown = s.frame; if (s.frame > 0) document.getElementById("frame").src = "frame.jpg?n=" + s.frame; }
+}
+refresh(); setInterval(refresh, 1000);
+</script></body></html>
+"""
