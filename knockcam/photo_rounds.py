@@ -16,6 +16,7 @@ from typing import Any
 from knockcam.assign import ADDED, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, Scorer, placements, unseen
+from knockcam.rules.parse import ROUND_FIELDS
 
 PHOTO_FIELDS = ("photo", "calls", "add")  # what a round scored from a photo has instead of tokens
 CAMERA_FIELDS = ("reference", "calibration")
@@ -33,15 +34,14 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
     fixed = {key: str(base / value) for key, value in camera.items()}
     order = tuple(data.get("order") or ())
     rounds, seen = [], {}
+    photos = [(i, item) for i, item in enumerate(data.get("rounds") or []) if isinstance(item, dict) and "photo" in item]
+    for i, item in photos:  # every photo round is checked before the first is scored, which takes seconds
+        _check_photo_round(item, f"{where}: rounds[{i}]")
     for i, item in enumerate(data.get("rounds") or []):
         if not (isinstance(item, dict) and "photo" in item):
             rounds.append(item)
             continue
         at = f"{where}: rounds[{i}]"
-        if "tokens" in item:
-            raise KnockcamError(f"{at}: give its tokens or a photo, not both")
-        if not isinstance(item["photo"], str):
-            raise KnockcamError(f"{at}.photo: a photo's path beside the game file, not {item['photo']!r}")
         try:
             scorer = Scorer(ScoreOptions(board=board_file, calls=_calls(item.get("calls"), at),
                                          added=_added(item.get("add"), at), **fixed))
@@ -77,6 +77,22 @@ def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[
         notes.append(f"not in the photo: {missing}, counted as out; add one seen on the board with add: "
                      "[SIDE=SPACE]")
     return [{"side": t.side, "space": t.space} for t in given], notes
+
+
+def _check_photo_round(item: dict, at: str) -> None:
+    """KnockcamError naming what a photo round cannot have: tokens too, a photo that is no path, a field the
+    round does not take (a camera's entries say where they go)."""
+    if "tokens" in item:
+        raise KnockcamError(f"{at}: give its tokens or a photo, not both")
+    if not isinstance(item["photo"], str):
+        raise KnockcamError(f"{at}.photo: a photo's path beside the game file, not {item['photo']!r}")
+    allowed = PHOTO_FIELDS + tuple(key for key in ROUND_FIELDS if key != "tokens")
+    for key in item:
+        if key in CAMERA_FIELDS:
+            raise KnockcamError(f"{at}.{key}: one camera's {key} serves every photo: give it once, at the top of the "
+                                f"game file, as camera: {{{key}: ...}}")
+        if key not in allowed:
+            raise KnockcamError(f"{at}.{key}: unknown field of a photo round (expected one of {', '.join(allowed)})")
 
 
 def _calls(calls: Any, at: str) -> tuple[tuple[int, str], ...]:

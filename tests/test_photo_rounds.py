@@ -80,6 +80,22 @@ def test_a_bad_photo_round_is_named_in_one_line(night, round_, words):
     assert words in str(err.value) and "\n" not in str(err.value)
 
 
+def test_every_photo_round_is_checked_before_any_photo_is_scored(night, monkeypatch):
+    def not_yet(self, path):
+        raise AssertionError("a photo was scored before the game file was checked")
+
+    monkeypatch.setattr(Scorer, "score", not_yet)
+    for bad, words in (({"photo": "round1.jpg", "colour": "red"},
+                        "rounds[1].colour: unknown field of a photo round (expected one of photo, calls, add, "),
+                       ({"photo": "round1.jpg", "reference": "empty.jpg"},
+                        "rounds[1].reference: one camera's reference serves every photo: give it once, at the top "
+                        "of the game file, as camera: {reference: ...}")):
+        game = _game(night, [{"photo": "round1.jpg"}, bad])
+        with pytest.raises(KnockcamError) as err:
+            photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+        assert words in str(err.value)
+
+
 def test_a_camera_entry_with_anything_else_is_refused(night):
     game = _game(night, [{"photo": "round1.jpg"}], camera={"lens": "x.yaml"})
     with pytest.raises(KnockcamError, match="camera: a mapping with reference and/or calibration"):
