@@ -71,6 +71,14 @@ def token_notes(board, position) -> list[str]:
     return notes
 
 
+def doubt_words(position) -> str:
+    """Why a call is left to a human, in a word or two: a close call, else its first other flag."""
+    if "close_call" in position.flags:
+        return "close call"
+    reasons = [flag for flag in position.flags if flag not in ("off_board", "fallen", "human_call")]
+    return (reasons[0] if reasons else "in doubt").replace("_", " ")
+
+
 def token_lines(scored) -> list[str]:
     """The token list as fixed-width lines: number, side, call, coverage, margin, confidence, notes."""
     board = scored.board
@@ -201,8 +209,10 @@ def _label_text(p, i: int) -> str:
         return f"#{i + 1} human's call"
     if "added_by_hand" in p.flags:
         return f"#{i + 1} added by hand"
-    if p.ambiguous:
+    if "close_call" in p.flags:
         return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm"
+    if p.ambiguous:  # in doubt for another reason: a disagreement, a doubted or extra token
+        return f"#{i + 1} {p.coverage:.0%} look: {doubt_words(p)}"
     if p.state == OFF_BOARD:
         return f"#{i + 1} off"
     if p.state == NO_SPACE:
@@ -326,7 +336,9 @@ def close_up_caption(scored, index: int) -> list[str]:
     p = scored.positions[index]
     board = scored.board
     first = f"{call_words(board, p)} {p.coverage:.0%}" + (" (a human's call)" if "human_call" in p.flags else "")
-    return [first, f"vs {space_name(board, p.runner_up)} {p.runner_up_coverage:.0%}", f"margin {p.margin_mm:.1f} mm"]
+    why = "" if "close_call" in p.flags or not p.ambiguous else f"{doubt_words(p)}, "
+    return [first, f"vs {space_name(board, p.runner_up)} {p.runner_up_coverage:.0%}",
+            f"{why}margin {p.margin_mm:.1f} mm"]
 
 
 def legend_panel(width: int, height: int) -> np.ndarray:
@@ -407,8 +419,8 @@ def text_panel(scored, width: int, height: int) -> np.ndarray:
                          colours=_side_tints(lines))
 
     n_close = len(scored.ambiguous)
-    heading(f"Tokens ({len(scored.positions)})" + (f" - {n_close} close call{'s' if n_close != 1 else ''}: "
-                                                    "a human decides" if n_close else ""),
+    heading(f"Tokens ({len(scored.positions)})" + (f" - {n_close} call{'s' if n_close != 1 else ''} for a human "
+                                                    "to decide" if n_close else ""),
             d.CLOSE if n_close else d.INK)
     block(token_lines(scored))
     hidden = hidden_lines(scored)
@@ -459,7 +471,7 @@ def header(scored, width: int) -> np.ndarray:
     n_close = len(scored.ambiguous)
     human = [f"#{i + 1}" for i, p in enumerate(scored.positions) if {"human_call", "added_by_hand"} & set(p.flags)]
     line = (f"calibration: {cal.method}, error {err}   detector: {scored.detector}   tokens: {counts}   "
-            f"close calls: {n_close}" + (f"   a human's calls: {', '.join(human)}" if human else ""))
+            f"calls for a human: {n_close}" + (f"   a human's calls: {', '.join(human)}" if human else ""))
     d.put(img, line, (14, 66), 0.55, (230, 230, 230), 1)
     return img
 
@@ -505,7 +517,7 @@ def _close_ups(canvas, scored, x0: int, y0: int, width: int, height: int) -> Non
     panel = np.full((height, width, 3), d.PAPER, np.uint8)
     ambiguous = list(scored.ambiguous)
     if ambiguous:
-        title, color, picks = "Close calls (top-down, magnified)", d.CLOSE, ambiguous
+        title, color, picks = "Calls for a human (top-down, magnified)", d.CLOSE, ambiguous
     else:
         picks = sorted(range(len(scored.positions)), key=lambda i: scored.positions[i].margin_mm)
         title, color, picks = "No close calls; the tightest calls:", d.INK, picks[:4]

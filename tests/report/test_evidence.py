@@ -12,7 +12,7 @@ from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
-from knockcam.report.evidence import (close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
+from knockcam.report.evidence import (_label_text, close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
                                       header, legend_panel, round_text, token_lines, write_evidence)
 from synthetic_scene import scene
 
@@ -207,3 +207,14 @@ def test_a_close_ups_caption_keeps_its_numbers_however_long_the_space_names():
     mine = d.fit_words("North Carolina Avenue 71% (a human's call)", 180, 0.4)
     assert mine.endswith(".. 71% (a human's call)") and d.text_size(mine, 0.4)[0] <= 180
     assert d.text_size(d.fit_words("a_very_long_word_with_no_number_at_all", 60, 0.4), 0.4)[0] <= 60
+
+
+def test_a_call_left_to_a_human_for_another_reason_than_a_close_call_says_which():
+    lone = Token("blue", _centre("park_place"), 0.3, 0.5, source="reference_only")  # one detector alone saw it
+    scored = _scored([lone])
+    (p,) = scored.positions
+    assert p.ambiguous and "close_call" not in p.flags and "disagreement" in p.flags
+    assert _label_text(p, 0) == f"#1 {p.coverage:.0%} look: disagreement"  # not "close 17.8mm"
+    assert close_up_caption(scored, 0)[2] == f"disagreement, margin {p.margin_mm:.1f} mm"
+    close = _scored([_boundary_token()[0]])
+    assert " close " in _label_text(close.positions[0], 0) and close_up_caption(close, 0)[2].startswith("margin ")
