@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from knockcam.assign import (EXTRA_TOKEN, NOT_A_TOKEN, Position, added_token, assign, check_category,
+from knockcam.assign import (CLOSE_CALL, EXTRA_TOKEN, NOT_A_TOKEN, Position, added_token, assign, check_category,
                              human_call)
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
@@ -59,10 +59,11 @@ class ScoreOptions:
 
 @dataclass(frozen=True)
 class CloseCall:
-    """What the round would pay if one close call went to its runner-up instead (the referee's stake)."""
+    """What the round would pay if one call for a human went the other way (the referee's stake): a close
+    call to its runner-up; a token in doubt itself (one detector alone saw it, a weak one) to no token at all."""
 
     index: int  # into ScoredPhoto.positions
-    other: str  # the runner-up: a space id, "no_space" or "off_board"
+    other: str  # the runner-up: a space id, "no_space" or "off_board"; or NOT_A_TOKEN
     cash_change: dict  # side -> M difference (other call minus this call); only sides that change
 
 
@@ -197,6 +198,8 @@ def placements(positions: Sequence[Position], board: Board, order: Sequence[str]
             continue
         space = p.space if p.state == "on_space" else None
         if override is not None and override[0] == i:
+            if override[1] == NOT_A_TOKEN:
+                continue
             space = override[1] if board.has_space(override[1]) else None
         given.append(TokenPlacement(p.side, space))
     return tuple(given), tuple(left_out)
@@ -405,16 +408,20 @@ class Scorer:
         return tuple(out)
 
     def _close_calls(self, positions, result, left_out, order) -> list[CloseCall]:
-        """For each close call in the round, the payout difference if its runner-up were the call."""
+        """For each call for a human in the round, the payout difference if it went the other way: a close
+        call to its runner-up, a token in doubt itself (no close call) to no token at all."""
         out = []
         left = {i for i, _ in left_out}
         for i, p in enumerate(positions):
-            if not p.ambiguous or i in left or not p.runner_up:
+            if not p.ambiguous or i in left:
                 continue
-            other, _ = round_for(positions, self.board, order, int(self.options.pot), override=(i, p.runner_up))
+            instead = p.runner_up if CLOSE_CALL in p.flags else NOT_A_TOKEN
+            if not instead:
+                continue
+            other, _ = round_for(positions, self.board, order, int(self.options.pot), override=(i, instead))
             change = {side: int(other.cash[side] - result.cash[side]) for side in order
                       if other.cash[side] != result.cash[side]}
-            out.append(CloseCall(index=i, other=p.runner_up, cash_change=change))
+            out.append(CloseCall(index=i, other=instead, cash_change=change))
         return out
 
 

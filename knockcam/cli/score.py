@@ -176,6 +176,7 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     """Tokens, then (with an order) the payout table of ``knockcam round``, Free Parking and the close calls."""
     from rich.console import Console
 
+    from knockcam.assign import NOT_A_TOKEN
     from knockcam.report.evidence import free_parking_line, hidden_lines, stake_lines
     from knockcam.report.tables import round_tables
 
@@ -194,7 +195,9 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
         for call, line in zip(scored.close_calls, stake_lines(scored)):
             p = scored.positions[call.index]
             kept = p.space if p.state == "on_space" else p.state
-            console.print(f"[magenta]close call: {line} (settle it: --call {call.index + 1}={call.other}, or "
+            other = "none" if call.other == NOT_A_TOKEN else call.other
+            what = "close call" if other != "none" else "in doubt"
+            console.print(f"[magenta]{what}: {line} (settle it: --call {call.index + 1}={other}, or "
                           f"--call {call.index + 1}={kept} to keep the camera's)[/magenta]", soft_wrap=True)
     unseen = scored.unseen
     if unseen:

@@ -18,6 +18,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from knockcam.assign import NOT_A_TOKEN
 from knockcam.board.geometry import NO_SPACE, OFF_BOARD
 from knockcam.board.topdown import TopDown
 from knockcam.report import draw as d
@@ -122,11 +123,15 @@ def free_parking_line(scored) -> str:
 
 
 def stake_lines(scored) -> list[str]:
-    """For each close call: what the payouts would be if it went the other way."""
+    """For each call for a human: what the payouts would be if it went the other way (a close call to its
+    runner-up, a token in doubt itself to no token at all)."""
     out = []
     for call in scored.close_calls:
         p = scored.positions[call.index]
         change = ", ".join(f"{side} {amount:+,d}" for side, amount in call.cash_change.items()) or "no payout changes"
+        if call.other == NOT_A_TOKEN:
+            out.append(f"#{call.index + 1} {p.side} ({doubt_words(p)}) no token at all: {change}")
+            continue
         where = "off the board" if call.other == OFF_BOARD else f"on {space_name(scored.board, call.other)}"
         out.append(f"#{call.index + 1} {p.side} {where} instead: {change}")
     return out
@@ -445,7 +450,7 @@ def text_panel(scored, width: int, height: int) -> np.ndarray:
     heading(free_parking_line(scored))
     stakes = stake_lines(scored)
     if stakes:
-        heading("If a close call went the other way", d.CLOSE)
+        heading("If a call for a human went the other way", d.CLOSE)
         block(stakes)
     heading("Ledger (rule by rule)")
     block(lines[start + 1:])

@@ -13,7 +13,8 @@ from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
 from knockcam.report.evidence import (_label_text, close_up, close_up_caption, draw_calls, evidence_image, free_parking_line,
-                                      header, legend_panel, round_text, token_lines, write_evidence)
+                                      header, legend_panel, round_text, stake_lines, token_lines,
+                                      write_evidence)
 from synthetic_scene import scene
 
 BOARD = load_board()
@@ -218,3 +219,13 @@ def test_a_call_left_to_a_human_for_another_reason_than_a_close_call_says_which(
     assert close_up_caption(scored, 0)[2] == f"disagreement, margin {p.margin_mm:.1f} mm"
     close = _scored([_boundary_token()[0]])
     assert " close " in _label_text(close.positions[0], 0) and close_up_caption(close, 0)[2].startswith("margin ")
+
+
+def test_a_token_in_doubt_itself_is_staked_as_no_token_at_all():
+    lone = Token("blue", _centre("park_place"), 0.3, 0.5, source="reference_only")
+    scored = _scored([lone, Token("red", _centre("boardwalk"), 0.95, 0.3, source="both")])
+    (call,) = scored.close_calls
+    assert scored.positions[call.index].side == "blue" and call.other == "not_a_token"
+    gain = scored.round.per_side["blue"].delta
+    assert gain > 0 and call.cash_change == {"blue": -gain}  # without it, blue is paid nothing for Park Place
+    assert stake_lines(scored) == [f"#{call.index + 1} blue (disagreement) no token at all: blue {-gain:+,d}"]
