@@ -13,9 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knockcam.assign import ADDED, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN
+from knockcam.assign import ADDED, CLOSE_CALL, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, Scorer, placements, unseen
+from knockcam.report.evidence import doubt_words
 from knockcam.rules.parse import ROUND_FIELDS
 
 PHOTO_FIELDS = ("photo", "calls", "add")  # what a round scored from a photo has instead of tokens
@@ -67,9 +68,12 @@ def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[
                          f"human's call (the camera's: {p.runner_up})")
         elif ADDED in p.flags:
             notes.append(f"#{n} {p.side}: {p.space}, added by hand")
-        elif p.ambiguous and EXTRA_TOKEN not in p.flags and p.side in order:
+        elif p.ambiguous and EXTRA_TOKEN not in p.flags and p.side in order and CLOSE_CALL in p.flags:
             notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
                          f"look, and settle it with calls: {{{n}: SPACE}}")
+        elif p.ambiguous and EXTRA_TOKEN not in p.flags and p.side in order:
+            notes.append(f"#{n} {p.side} is in doubt ({doubt_words(p)}), scored as {p.space or p.state}: look, "
+                         f"and settle it with calls: {{{n}: SPACE}}, or {{{n}: none}} if there is no token")
     notes += [f"#{i + 1} {scored.positions[i].side} left out: {why}" for i, why in left_out
               if NOT_A_TOKEN not in scored.positions[i].flags]
     missing = ", ".join(f"{side} {k}" for side, k in unseen(scored.tokens, order).items())

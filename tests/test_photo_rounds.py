@@ -13,7 +13,9 @@ import yaml
 
 from knockcam.cli import main
 from knockcam.errors import KnockcamError
-from knockcam.photo_rounds import photo_rounds
+from knockcam.board.layout import load_board
+from knockcam.detect.tokens import Token
+from knockcam.photo_rounds import _tokens_and_notes, photo_rounds
 from knockcam.pipeline import ScoreOptions, Scorer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
@@ -100,3 +102,19 @@ def test_a_camera_entry_with_anything_else_is_refused(night):
     game = _game(night, [{"photo": "round1.jpg"}], camera={"lens": "x.yaml"})
     with pytest.raises(KnockcamError, match="camera: a mapping with reference and/or calibration"):
         photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+
+
+def test_a_token_in_doubt_itself_is_noted_as_such_not_as_a_close_call():
+    park_place = load_board().space("park_place").polygon
+    centre = (sum(x for x, _ in park_place) / len(park_place), sum(y for _, y in park_place) / len(park_place))
+    lone = Token("blue", centre, 0.3, 0.5, source="reference_only")  # one detector alone saw it
+
+    def detect(image, calibration, board, reference=None):
+        return [lone]
+
+    s = scene()
+    scored = Scorer(ScoreOptions(calibration=s.calibration), detect).score(s.photo)
+    tokens, notes = _tokens_and_notes(scored, ("red", "blue"))
+    assert tokens == [{"side": "blue", "space": "park_place"}]
+    assert notes[0] == ("#1 blue is in doubt (disagreement), scored as park_place: look, and settle it with calls: "
+                        "{1: SPACE}, or {1: none} if there is no token")
