@@ -29,7 +29,8 @@ def check_window() -> None:
 
 
 class Display:
-    """Terminal messages and scoreboards; with ``show`` an overlay window of the camera."""
+    """Terminal messages and scoreboards; with ``show`` an overlay window of the camera, with ``page`` the same on
+    the game's web page."""
 
     def __init__(self, board: Board, *, console: Console | None = None, show: bool = False, quiet: bool = False,
                  page=None):
@@ -152,7 +153,7 @@ class Display:
             cv2.imshow(WINDOW, drawn)
             cv2.waitKey(1)
         if to_page:
-            ok, jpeg = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, 80])
+            ok, jpeg = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, self.page.jpeg_quality])
             if ok:
                 self.page.show_frame(jpeg.tobytes())
             self.page.show_state(snapshot)

@@ -2,10 +2,9 @@
 scoreboard, what the round would pay if it ended now, the last messages and the question waiting at the
 keyboard, for a TV or the players' phones on the same network.
 
-Python's own HTTP server runs in a thread beside the frame loop; the loop only hands it what it has
-already made (the overlay as JPEG, at most ``frames_per_s`` a second, and the scoreboard's numbers), so
-serving costs the game nothing when nobody looks. The page asks ``/state.json`` every second and
-shows ``/frame.jpg``. Answers are still typed at the keyboard: the page shows, it does not decide.
+Python's own HTTP server runs in a thread beside the frame loop; the loop only hands it the scoreboard's
+numbers and the overlay as JPEG, at most ``page.frames_per_s`` a second (data/live.yaml), so serving
+costs the game little. The page asks ``/state.json`` every second and shows ``/frame.jpg``. Answers are still typed at the keyboard: the page shows, it does not decide.
 """
 
 from __future__ import annotations
@@ -16,21 +15,22 @@ import time
 from collections import deque
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from knockcam import settings
 from knockcam.errors import KnockcamError
-
-MESSAGES = 12  # the last messages the page lists
 
 
 class GamePage:
     """The state the page shows, and the server that shows it. Every method is safe to call from the loop."""
 
-    def __init__(self, port: int, host: str = "0.0.0.0", frames_per_s: float = 4.0):
+    def __init__(self, port: int, host: str = "0.0.0.0"):
+        cfg = settings.load("live")["page"]
         self._lock = threading.Lock()
         self._jpeg: bytes | None = None
         self._state: dict = {"frame": 0, "messages": [], "question": None, "if_it_ended_now": None, "last_round": None,
                              "standings": None}
-        self._messages: deque[str] = deque(maxlen=MESSAGES)
-        self._every_s = 1.0 / frames_per_s
+        self._messages: deque[str] = deque(maxlen=int(cfg["messages"]))
+        self._every_s = 1.0 / float(cfg["frames_per_s"])
+        self.jpeg_quality = int(cfg["jpeg_quality"])
         self._last_frame_t = float("-inf")
         page = self
 
@@ -56,7 +56,7 @@ class GamePage:
 
     # -- what the loop hands over ---------------------------------------------------------------------------
     def frame_due(self) -> bool:
-        """Whether a new picture is wanted now (at most ``frames_per_s`` a second)."""
+        """Whether a new picture is wanted now (at most ``page.frames_per_s`` a second)."""
         return time.monotonic() - self._last_frame_t >= self._every_s
 
     def show_frame(self, jpeg: bytes) -> None:
