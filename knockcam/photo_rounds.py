@@ -68,12 +68,13 @@ def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[
                          f"human's call (the camera's: {p.runner_up})")
         elif ADDED in p.flags:
             notes.append(f"#{n} {p.side}: {p.space}, added by hand")
-        elif p.ambiguous and EXTRA_TOKEN not in p.flags and p.side in order and CLOSE_CALL in p.flags:
-            notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
-                         f"look, and settle it with calls: {{{n}: SPACE}}")
         elif p.ambiguous and EXTRA_TOKEN not in p.flags and p.side in order:
-            notes.append(f"#{n} {p.side} is in doubt ({doubt_words(p)}), scored as {p.space or p.state}: look, "
-                         f"and settle it with calls: {{{n}: SPACE}}, or {{{n}: none}} if there is no token")
+            if CLOSE_CALL in p.flags:
+                notes.append(f"#{n} {p.side} is a close call, scored as {p.space or p.state} (or {p.runner_up}): "
+                             f"look, and settle it with calls: {{{n}: SPACE}}")
+            else:
+                notes.append(f"#{n} {p.side} is in doubt ({doubt_words(p)}), scored as {p.space or p.state}: look, "
+                             f"and settle it with calls: {{{n}: SPACE}}, or {{{n}: none}} if there is no token")
     notes += [f"#{i + 1} {scored.positions[i].side} left out: {why}" for i, why in left_out
               if NOT_A_TOKEN not in scored.positions[i].flags]
     missing = ", ".join(f"{side} {k}" for side, k in unseen(scored.tokens, order).items())

@@ -195,9 +195,10 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
         for call, line in zip(scored.close_calls, stake_lines(scored)):
             p = scored.positions[call.index]
             kept = p.space if p.state == "on_space" else p.state
-            other = "none" if call.other == NOT_A_TOKEN else call.other
-            what = "close call" if other != "none" else "in doubt"
-            console.print(f"[magenta]{what}: {line} (settle it: --call {call.index + 1}={other}, or "
+            doubt = call.other == NOT_A_TOKEN  # a token in doubt itself, weighed against no token at all
+            other = "none" if doubt else call.other
+            console.print(f"[magenta]{'in doubt' if doubt else 'close call'}: {line} (settle it: --call "
+                          f"{call.index + 1}={other}, or "
                           f"--call {call.index + 1}={kept} to keep the camera's)[/magenta]", soft_wrap=True)
     unseen = scored.unseen
     if unseen:
