@@ -15,7 +15,7 @@ import numpy as np
 from knockcam.board.geometry import NO_SPACE, OFF_BOARD, coverage
 from knockcam.errors import KnockcamError
 from knockcam.report import draw as d
-from knockcam.report.evidence import call_words, close_up, space_name
+from knockcam.report.evidence import call_words, close_up, doubt_words, space_name
 from knockcam.sides import SIDES
 
 
@@ -95,6 +95,11 @@ def explain(scored, sides: tuple[str, ...], numbers: tuple[int, ...] = ()) -> li
     return out
 
 
+def heading(e: Explanation) -> str:
+    """A close-up's first line: the token, its call, and why a human decides it (a close call, a disagreement...)."""
+    return f"#{e.number} {e.side}: {e.call}" + (f"  {doubt_words(e).upper()}" if e.ambiguous else "")
+
+
 def explain_image(scored, explanations: list[Explanation], tile: int = 360) -> np.ndarray:
     """Close-ups of the explained tokens side by side, each with its coverage numbers underneath."""
     board = scored.board
@@ -119,7 +124,7 @@ def explain_image(scored, explanations: list[Explanation], tile: int = 360) -> n
         img[y:y + tile, x:x + tile] = close_up(scored, e.number - 1, size=tile, half_mm=36.0)
         color = d.CLOSE if e.ambiguous else d.INK
         ty = y + tile + 20
-        head = f"#{e.number} {e.side}: {e.call}" + ("  CLOSE CALL" if e.ambiguous else "")
+        head = heading(e)
         d.put(img, head, (x, ty), d.fitted(head, tile, 0.55, 2), color, 2)
         for cat, share in e.shares[:4]:
             ty += 19

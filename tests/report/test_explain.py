@@ -7,10 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
+from knockcam.board.layout import load_board
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, score_photo
 from knockcam.report import draw as d
-from knockcam.report.explain import explain, explain_image, parse_tokens
+from knockcam.detect.tokens import Token
+from knockcam.report.explain import explain, explain_image, heading, parse_tokens
 from synthetic_scene import scene
 
 
@@ -77,3 +79,15 @@ def test_parse_tokens(values, expected):
 def test_parse_tokens_refuses_what_is_neither_a_side_nor_a_number(values):
     with pytest.raises(KnockcamError, match="side"):
         parse_tokens(values)
+
+
+def test_a_close_ups_heading_says_why_a_human_decides():
+    s = scene()
+    board = load_board()
+    poly = board.space("park_place").polygon
+    centre = (sum(x for x, _ in poly) / len(poly), sum(y for _, y in poly) / len(poly))
+    lone = Token("blue", centre, 0.3, 0.5, source="reference_only")  # one detector alone saw it: a disagreement
+    scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration), detector=lambda *args, **kw: [lone])
+    (e,) = explain(scored, ("blue",))
+    assert e.ambiguous and "close_call" not in e.flags
+    assert heading(e) == "#1 blue: Park Place  DISAGREEMENT"  # not "CLOSE CALL": nothing is near a line
