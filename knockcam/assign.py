@@ -36,6 +36,15 @@ BY_HAND = "by_hand"  # Token.source of such a token
 DISPUTED_SOURCES = ("model_only", "reference_only", "conflict", "verifier_only")
 
 
+def doubt_words(position) -> str:
+    """Why a call is left to a human, in a word or two: a close call, else its first other flag (one word
+    for every place that says it: the score line, the evidence, explain, game files and the live review)."""
+    if CLOSE_CALL in position.flags:
+        return "close call"
+    reasons = [flag for flag in position.flags if flag not in (OFF, FALLEN, HUMAN_CALL)]
+    return (reasons[0] if reasons else "in doubt").replace("_", " ")
+
+
 @dataclass(frozen=True)
 class Position:
     """Where one token rests: its space (None unless ``state`` is on_space), coverage and how sure we are."""

@@ -13,10 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knockcam.assign import ADDED, CLOSE_CALL, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN
+from knockcam.assign import ADDED, CLOSE_CALL, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN, doubt_words
 from knockcam.errors import KnockcamError
 from knockcam.pipeline import ScoreOptions, Scorer, placements, unseen
-from knockcam.report.evidence import doubt_words
 from knockcam.rules.parse import ROUND_FIELDS
 
 PHOTO_FIELDS = ("photo", "calls", "add")  # what a round scored from a photo has instead of tokens

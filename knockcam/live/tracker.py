@@ -18,6 +18,7 @@ import numpy as np
 from typing import Any, Callable
 
 from knockcam import settings
+from knockcam.assign import doubt_words
 from knockcam.board.layout import Board
 from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
@@ -43,6 +44,7 @@ class Seen:
     ambiguous: bool = False
     margin_mm: float = 0.0
     runner_up: str | None = None
+    doubt: str | None = None  # why the call is left to a human (knockcam.assign.doubt_words), when it is
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -54,7 +56,7 @@ class Seen:
     def from_dict(cls, d: dict) -> "Seen":
         return cls(side=d["side"], xy_mm=(float(d["xy_mm"][0]), float(d["xy_mm"][1])), space=d.get("space"),
                    state=d.get("state", ON_SPACE), ambiguous=bool(d.get("ambiguous", False)),
-                   margin_mm=float(d.get("margin_mm", 0.0)), runner_up=d.get("runner_up"))
+                   margin_mm=float(d.get("margin_mm", 0.0)), runner_up=d.get("runner_up"), doubt=d.get("doubt"))
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def seen_from_positions(positions) -> tuple[Seen, ...]:
     """knockcam.assign Positions -> Seen records."""
     return tuple(Seen(side=p.token.side, xy_mm=(float(p.token.xy_mm[0]), float(p.token.xy_mm[1])),
                       space=p.space, state=p.state, ambiguous=bool(p.ambiguous), margin_mm=float(p.margin_mm),
-                      runner_up=p.runner_up) for p in positions)
+                      runner_up=p.runner_up, doubt=doubt_words(p) if p.ambiguous else None) for p in positions)
 
 
 @dataclass
@@ -113,13 +115,14 @@ class Tracked:
     state: str
     on_space: bool = True
     ambiguous: bool = False
+    doubt: str | None = None  # why, when ambiguous (Seen.doubt); None in a log written before reasons were kept
     flags: list[str] = field(default_factory=list)
     parked: bool = False  # in jail or due a re-slide, but not yet taken off the board
 
     def to_dict(self) -> dict:
         return {"id": self.id, "side": self.side, "colour": self.colour,
                 "xy_mm": [round(float(v), 1) for v in self.xy_mm], "space": self.space, "state": self.state,
-                "ambiguous": self.ambiguous, "flags": list(self.flags)}
+                "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags)}
 
 
 @dataclass
@@ -301,7 +304,7 @@ class Tracker:
         token.colour = s.side
         token.space = s.space
         token.on_space = s.state == ON_SPACE
-        token.ambiguous = s.ambiguous
+        token.ambiguous, token.doubt = s.ambiguous, s.doubt
         token.state = OUT if s.state == OFF_BOARD else BOARD
 
     def _update(self, obs: Observation) -> None:
@@ -634,7 +637,7 @@ class Tracker:
         for t in self.tokens:
             where = {BOARD: (self.names.get(t.space, t.space) if t.on_space else "no space"), OUT: "off the board",
                      JAIL: "in jail", HAND: "not slid again"}[t.state]
-            marks = ([] if not t.ambiguous else ["close call"]) + [f for f in t.flags if f != "vanished"]
+            marks = ([] if not t.ambiguous else [t.doubt or "in doubt"]) + [f for f in t.flags if f != "vanished"]
             lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({', '.join(marks)})" if marks else ""))
         return lines
 
@@ -679,7 +682,7 @@ class Tracker:
                 token.state = JAIL
             else:
                 token.state, token.space, token.on_space = BOARD, target, True
-            token.ambiguous = False
+            token.ambiguous, token.doubt = False, None
             token.flags = [f for f in token.flags if f != "colour"] + ["override"]
             self.emit("override", round=self.round, token=token.id, side=token.side, before=before,
                       after={"space": token.space if token.state == BOARD else None, "state": token.state},

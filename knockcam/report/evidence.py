@@ -18,7 +18,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
-from knockcam.assign import NOT_A_TOKEN
+from knockcam.assign import NOT_A_TOKEN, doubt_words
 from knockcam.board.geometry import NO_SPACE, OFF_BOARD
 from knockcam.board.topdown import TopDown
 from knockcam.report import draw as d
@@ -70,14 +70,6 @@ def token_notes(board, position) -> list[str]:
         elif flag not in ("close_call", "off_board", "not_a_token"):
             notes.append(flag.replace("_", " "))
     return notes
-
-
-def doubt_words(position) -> str:
-    """Why a call is left to a human, in a word or two: a close call, else its first other flag."""
-    if "close_call" in position.flags:
-        return "close call"
-    reasons = [flag for flag in position.flags if flag not in ("off_board", "fallen", "human_call")]
-    return (reasons[0] if reasons else "in doubt").replace("_", " ")
 
 
 def token_lines(scored) -> list[str]:

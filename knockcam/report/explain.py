@@ -12,10 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from knockcam.assign import doubt_words
 from knockcam.board.geometry import NO_SPACE, OFF_BOARD, coverage
 from knockcam.errors import KnockcamError
 from knockcam.report import draw as d
-from knockcam.report.evidence import call_words, close_up, doubt_words, space_name
+from knockcam.report.evidence import call_words, close_up, space_name
 from knockcam.sides import SIDES
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from knockcam.assign import assign
+from knockcam.detect.tokens import HiddenArea, Token
 from knockcam.errors import KnockcamError
 from knockcam.live.compose import spot
 from knockcam.live.prompts import ScriptedPrompter
-from knockcam.detect.tokens import HiddenArea
-from knockcam.live.tracker import HAND, JAIL, OUT, Observation, Seen, Tracker
+from knockcam.live.tracker import HAND, JAIL, OUT, Observation, Seen, Tracker, seen_from_positions
 from knockcam.rules import Game
 
 
@@ -25,11 +26,12 @@ class Run:
                                emit=lambda kind, **d: self.events.append((kind, d)))
         self.now: dict[str, tuple[str, tuple[float, float]]] = {}
         self.covered: tuple[HiddenArea, ...] = ()  # what a hand or a cup covers in the next frames
+        self.doubts: dict[str, str | None] = {}  # tokens the detector leaves to a human, with why (None: not said)
         self.see()  # the empty board starts round 1
 
     def see(self, launched=False):
         seen = []
-        for colour, xy in self.now.values():
+        for key, (colour, xy) in self.now.items():
             space = None
             for s in self.board.spaces:
                 xs = [p[0] for p in s.polygon]
@@ -38,7 +40,8 @@ class Run:
                     space = s.id
             state = "off_board" if not (0 <= xy[0] <= 400 and 0 <= xy[1] <= 915) else \
                 ("on_space" if space else "no_space")
-            seen.append(Seen(side=colour, xy_mm=xy, space=space if state == "on_space" else None, state=state))
+            seen.append(Seen(side=colour, xy_mm=xy, space=space if state == "on_space" else None, state=state,
+                             ambiguous=key in self.doubts, doubt=self.doubts.get(key)))
         self.tracker.observe(Observation(seen=tuple(seen), launched=launched, covered=self.covered))
         return self
 
@@ -199,6 +202,27 @@ def test_the_review_takes_printed_names_and_any_case(board):
     run.put("b", "blue", "oriental_avenue")
     assert [d["after"] for k, d in run.events if k == "override"] == [
         {"space": "park_place", "state": "board"}, {"space": None, "state": "out"}]
+
+
+def test_the_review_says_why_the_camera_left_a_call_to_a_human(board):
+    run = Run(board, review="ambiguous", answers={"r1:review:-:1": "ok"})
+    run.doubts = {"r": "disagreement", "b": None}  # blue's as read from a log written before reasons were kept
+    run.put("r", "red", "baltic_avenue")
+    run.put("b", "blue", "oriental_avenue")
+    review = next(m for m in run.prompter.told if m.startswith("Round 1 positions")).splitlines()
+    assert review[1].startswith("   1. red") and review[1].endswith("(disagreement)")
+    assert review[2].startswith("   2. blue") and review[2].endswith("(in doubt)")
+    assert not any("close call" in line for line in review)
+
+
+def test_a_seen_token_keeps_why_it_is_in_doubt_through_the_log(board):
+    inside = spot(board, "park_place")
+    disputed, near_line = assign([Token("red", inside, 0.9, sigma_mm=1.0, source="model_only"),
+                                  Token("blue", (172.0, 350.0), 0.9, sigma_mm=8.0)], board)
+    seen = seen_from_positions([disputed, near_line])
+    assert [(s.ambiguous, s.doubt) for s in seen] == [(True, "disagreement"), (True, "close call")]
+    assert Seen.from_dict(seen[0].to_dict()).doubt == "disagreement"
+    assert Seen.from_dict({k: v for k, v in seen[0].to_dict().items() if k != "doubt"}).doubt is None
 
 
 def test_an_override_at_the_review_changes_the_score_and_is_logged(board):
