@@ -112,9 +112,26 @@ class Display:
             table.add_row(str(s["place"]), f"[{SIDE_RICH.get(s['side'], 'white')}]{s['side']}[/]", f"M{s['cash']}")
         self.console.print(table)
 
-    # -- the overlay window -------------------------------------------------------------------------
-    def overlay(self, image: np.ndarray, calibration, snapshot: dict, note: str = "") -> np.ndarray:
-        """The frame with the board outline, the tracked tokens and their spaces, whose turn, the cash."""
+    # -- the overlay: the window and the page ----------------------------------------------------------
+    def token_marks(self, calibration, snapshot: dict) -> list[dict]:
+        """The tokens at rest as the overlay marks them: the pixel their base rests on, the side, the number the
+        round-end review asks by, the space as printed, and why a human should look (``doubts``)."""
+        if calibration is None:
+            return []
+        names = {s.id: s.name for s in self.board.spaces}
+        marks = []
+        for t in snapshot["tokens"]:
+            if t["state"] != "board" or not np.all(np.isfinite(t["xy_mm"])):  # placed by hand where none was seen
+                continue
+            x, y = (float(v) for v in calibration.mm_to_px([t["xy_mm"]])[0])
+            marks.append({"number": t["id"] + 1, "side": t["side"], "x": x, "y": y,
+                          "space": names.get(t["space"], "no space"), "doubts": list(t.get("doubts", []))})
+        return marks
+
+    def overlay(self, image: np.ndarray, calibration, snapshot: dict, note: str = "", words: bool = True
+                ) -> np.ndarray:
+        """The frame with the board outline and the tokens at rest; with ``words``, their labels, whose turn and
+        the cash too (the page writes those itself, at a size a phone can read)."""
         import cv2
 
         out = image.copy()
@@ -122,14 +139,15 @@ class Display:
             w, length = self.board.size_mm
             outline = calibration.mm_to_px([(0, 0), (w, 0), (w, length), (0, length)])
             cv2.polylines(out, [np.round(outline).astype(np.int32)], True, (255, 255, 255), 2, cv2.LINE_AA)
-            for t in snapshot["tokens"]:
-                if t["state"] != "board":
-                    continue
-                p = calibration.mm_to_px([t["xy_mm"]])[0]
-                c = (int(round(p[0])), int(round(p[1])))
-                cv2.circle(out, c, 9, SIDE_BGR.get(t["side"], (255, 255, 255)), 2, cv2.LINE_AA)
-                cv2.putText(out, str(t["space"] or "-"), (c[0] + 10, c[1]), cv2.FONT_HERSHEY_SIMPLEX, 0.4,
-                            (255, 255, 255), 1, cv2.LINE_AA)
+        for mark in self.token_marks(calibration, snapshot):
+            c = (int(round(mark["x"])), int(round(mark["y"])))
+            cv2.circle(out, c, 9, SIDE_BGR.get(mark["side"], (255, 255, 255)), 2, cv2.LINE_AA)
+            if words:
+                why = f" ({', '.join(mark['doubts'])})" if mark["doubts"] else ""
+                cv2.putText(out, f"{mark['number']} {mark['space']}{why}", (c[0] + 10, c[1]), cv2.FONT_HERSHEY_SIMPLEX,
+                            0.4, (255, 255, 255), 1, cv2.LINE_AA)
+        if not words:
+            return out
         head = f"round {snapshot['round']}/{snapshot['rounds']} {snapshot['phase']}"
         if snapshot.get("expected"):
             head += f"  next: {snapshot['expected']}"
@@ -148,14 +166,16 @@ class Display:
             return
         import cv2
 
-        drawn = self.overlay(image, calibration, snapshot, note)
         if self.show:
-            cv2.imshow(WINDOW, drawn)
+            cv2.imshow(WINDOW, self.overlay(image, calibration, snapshot, note))
             cv2.waitKey(1)
         if to_page:
+            drawn = self.overlay(image, calibration, snapshot, words=False)
             ok, jpeg = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, self.page.jpeg_quality])
             if ok:
-                self.page.show_frame(jpeg.tobytes())
+                height, width = drawn.shape[:2]
+                marks = [dict(m, x=m["x"] / width, y=m["y"] / height) for m in self.token_marks(calibration, snapshot)]
+                self.page.show_frame(jpeg.tobytes(), marks, note)
             self.page.show_state(snapshot)
 
     def close(self) -> None:

@@ -119,10 +119,16 @@ class Tracked:
     flags: list[str] = field(default_factory=list)
     parked: bool = False  # in jail or due a re-slide, but not yet taken off the board
 
+    @property
+    def doubts(self) -> list[str]:
+        """Why a human should look at it: the camera's doubt, then the tracker's flags (a vanished token is out:
+        nothing to look at)."""
+        return ([self.doubt or "in doubt"] if self.ambiguous else []) + [f for f in self.flags if f != "vanished"]
+
     def to_dict(self) -> dict:
         return {"id": self.id, "side": self.side, "colour": self.colour,
                 "xy_mm": [round(float(v), 1) for v in self.xy_mm], "space": self.space, "state": self.state,
-                "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags)}
+                "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags), "doubts": self.doubts}
 
 
 @dataclass
@@ -637,14 +643,12 @@ class Tracker:
         for t in self.tokens:
             where = {BOARD: (self.names.get(t.space, t.space) if t.on_space else "no space"), OUT: "off the board",
                      JAIL: "in jail", HAND: "not slid again"}[t.state]
-            marks = ([] if not t.ambiguous else [t.doubt or "in doubt"]) + [f for f in t.flags if f != "vanished"]
-            lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({', '.join(marks)})" if marks else ""))
+            lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({', '.join(t.doubts)})" if t.doubts else ""))
         return lines
 
     def _review(self) -> None:
         """Round-end review: the positions, and a chance to override one (a dispute); logged with evidence."""
-        doubtful = any(t.state == BOARD and (t.ambiguous or [f for f in t.flags if f != "vanished"])
-                       for t in self.tokens)
+        doubtful = any(t.state == BOARD and t.doubts for t in self.tokens)
         requested, self.review_requested = self.review_requested, False
         if not requested and (self.review == "never" or (self.review == "ambiguous" and not doubtful)):
             return

@@ -4,7 +4,9 @@ keyboard, for a TV or the players' phones on the same network.
 
 Python's own HTTP server runs in a thread beside the frame loop; the loop only hands it the scoreboard's
 numbers and the overlay as JPEG, at most ``page.frames_per_s`` a second (data/live.yaml), so serving
-costs the game little. The page asks ``/state.json`` every second and shows ``/frame.jpg``. Answers are still typed at the keyboard: the page shows, it does not decide.
+costs the game little. The page asks ``/state.json`` every second and shows ``/frame.jpg`` with the tokens
+numbered on it and listed under it in the page's own letters, which a phone can read (drawn into the picture,
+they would shrink with it). Answers are still typed at the keyboard: the page shows, it does not decide.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ class GamePage:
         cfg = settings.load("live")["page"]
         self._lock = threading.Lock()
         self._jpeg: bytes | None = None
-        self._state: dict = {"frame": 0, "messages": [], "question": None, "if_it_ended_now": None, "last_round": None,
-                             "standings": None}
+        self._state: dict = {"frame": 0, "marks": [], "note": "", "messages": [], "question": None,
+                             "if_it_ended_now": None, "last_round": None, "standings": None}
         self._messages: deque[str] = deque(maxlen=int(cfg["messages"]))
         self._every_s = 1.0 / float(cfg["frames_per_s"])
         self.jpeg_quality = int(cfg["jpeg_quality"])
@@ -59,10 +61,15 @@ class GamePage:
         """Whether a new picture is wanted now (at most ``page.frames_per_s`` a second)."""
         return time.monotonic() - self._last_frame_t >= self._every_s
 
-    def show_frame(self, jpeg: bytes) -> None:
+    def show_frame(self, jpeg: bytes, marks: list[dict] = (), note: str = "") -> None:
+        """The camera's picture; ``marks``: the tokens on it (Display.token_marks), each at ``x``, ``y`` in fractions
+        of the picture's width and height: the page numbers them on the picture and lists them under it, in its own
+        letters, which a phone can read; ``note``: a line about the picture (e.g. "looking for the board")."""
         with self._lock:
             self._jpeg = jpeg
             self._state["frame"] += 1
+            self._state["marks"] = [dict(m) for m in marks]
+            self._state["note"] = note
             self._last_frame_t = time.monotonic()
 
     def show_state(self, snapshot: dict) -> None:
@@ -138,7 +145,12 @@ PAGE = """<!doctype html>
 <style>
 body { font-family: system-ui, sans-serif; margin: 0; background: #222; color: #eee; }
 main { display: flex; flex-wrap: wrap; gap: 12px; padding: 12px; }
-#camera { flex: 3 1 480px; } #camera img { width: 100%; border-radius: 6px; background: #000; }
+#camera { flex: 3 1 480px; } #view { position: relative; }
+#view img { display: block; width: 100%; border-radius: 6px; background: #000; }
+#marks { position: absolute; inset: 0; pointer-events: none; }
+.mark { position: absolute; transform: translate(6px, -50%); font-weight: bold; font-size: 0.95em;
+        background: rgba(0, 0, 0, 0.7); padding: 0 5px; border-radius: 8px; }
+#tokens { columns: 2 14em; margin: 6px 0; padding-left: 0; list-style: none; }
 #board { flex: 1 1 260px; }
 table { border-collapse: collapse; width: 100%; font-size: 1.3em; }
 td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child { text-align: left; }
@@ -148,7 +160,8 @@ td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child {
 h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 </style></head>
 <body><main>
-<section id="camera"><img id="frame" alt="the camera, once the board is found"></section>
+<section id="camera"><div id="view"><img id="frame" alt="the camera, once the board is found">
+<div id="marks"></div></div><p id="note"></p><ul id="tokens"></ul></section>
 <section id="board">
 <h1 id="title">knockcam live</h1>
 <div id="question" hidden></div>
@@ -182,7 +195,19 @@ async function refresh() {
     s.standings.map(x => `${x.place}. ${x.side} M${x.cash}`).join(", ") : "";
   const list = document.getElementById("messages"); list.replaceChildren();
   for (const m of s.messages.slice().reverse()) { const li = document.createElement("li"); li.textContent = m; list.append(li); }
-  if (s.frame !== shown) { shown = s.frame; if (s.frame > 0) document.getElementById("frame").src = "frame.jpg?n=" + s.frame; }
+  if (s.frame !== shown) {
+    shown = s.frame;
+    if (s.frame > 0) document.getElementById("frame").src = "frame.jpg?n=" + s.frame;
+    const marks = document.getElementById("marks"), tokens = document.getElementById("tokens");
+    marks.replaceChildren(); tokens.replaceChildren();
+    for (const m of s.marks) {
+      const span = document.createElement("span"); span.className = "mark " + m.side; span.textContent = m.number;
+      span.style.left = (100 * m.x).toFixed(2) + "%"; span.style.top = (100 * m.y).toFixed(2) + "%"; marks.append(span);
+      const li = document.createElement("li"); li.className = m.side; tokens.append(li);
+      li.textContent = `${m.number} ${m.side}: ${m.space}` + (m.doubts.length ? ` (${m.doubts.join(", ")})` : "");
+    }
+    document.getElementById("note").textContent = s.note;
+  }
 }
 refresh(); setInterval(refresh, 1000);
 </script></body></html>

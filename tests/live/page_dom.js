@@ -2,7 +2,7 @@
 // few DOM calls it makes; prints what each element shows as JSON (tests/live/test_live_web.py). Not a browser.
 const elements = {};
 function element(id) {
-  const e = { id, textContent: "", hidden: false, className: "", src: "", children: [], rows: [],
+  const e = { id, textContent: "", hidden: false, className: "", src: "", style: {}, children: [], rows: [],
     replaceChildren() { this.children = []; this.rows = []; },
     append(child) { this.children.push(child); },
     insertRow() { const row = { cells: [], insertCell() { const c = { textContent: "", className: "" }; this.cells.push(c); return c; } };
@@ -23,7 +23,8 @@ refresh().then(() => {
   const out = {};
   for (const [id, e] of Object.entries(elements)) {
     out[id] = { text: e.textContent, hidden: e.hidden, src: e.src,
-      rows: e.rows.map(r => r.cells.map(c => [c.textContent, c.className])), items: e.children.map(c => c.textContent) };
+      rows: e.rows.map(r => r.cells.map(c => [c.textContent, c.className])), items: e.children.map(c => c.textContent),
+      spans: e.children.map(c => [c.textContent, c.className, c.style.left, c.style.top]) };
   }
   console.log(JSON.stringify(out));
 });

@@ -125,7 +125,7 @@ def test_overlay_draws_the_board_tokens_and_scores(demo, board):
     d = Display(board, quiet=True)
     snap = {"round": 1, "rounds": 2, "phase": "slide", "order": ["red", "blue"], "expected": "blue",
             "slid": {"red": 1}, "cash": {"red": 0, "blue": 0}, "pot": 500,
-            "tokens": [{"side": "red", "xy_mm": [124.0, 348.0], "space": "baltic_avenue", "state": "board"}]}
+            "tokens": [{"id": 0, "side": "red", "xy_mm": [124.0, 348.0], "space": "baltic_avenue", "state": "board"}]}
     image = demo.frames[0]
     out = d.overlay(image, demo.calibration, snap)
     assert out.shape == image.shape and (out != image).any()

@@ -9,6 +9,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from knockcam.cli import main
@@ -82,6 +83,31 @@ def test_the_page_gets_a_few_frames_a_second_not_every_frame(page, board, demo):
     assert _get(page, "/frame.jpg")[2][:2] == b"\xff\xd8"  # the overlay, as JPEG
 
 
+def test_the_page_is_told_where_the_picture_shows_each_token_and_its_words_not_drawn_in(page, board, demo):
+    display = Display(board, quiet=True, page=page)
+    space = board.space("baltic_avenue")
+    xy = [float(v) for v in np.mean(np.asarray(space.polygon), axis=0)]
+    tokens = [{"id": 0, "side": "red", "xy_mm": xy, "space": space.id, "state": "board", "doubts": ["disagreement"]},
+              {"id": 1, "side": "blue", "xy_mm": [200.0, 100.0], "space": None, "state": "board", "doubts": []},
+              {"id": 2, "side": "blue", "xy_mm": [float("nan")] * 2, "space": None, "state": "out", "doubts": []}]
+    snapshot = {"round": 1, "rounds": 2, "phase": "slide", "order": ["red", "blue"], "expected": "red",
+                "slid": {}, "cash": {"red": 0, "blue": 0}, "pot": 500, "tokens": tokens}
+    image = demo.frames[0]
+    display.frame(image, demo.calibration, snapshot)
+    marks = page.state()["marks"]
+    assert [(m["number"], m["side"], m["space"], m["doubts"]) for m in marks] == [
+        (1, "red", "Baltic Avenue", ["disagreement"]), (2, "blue", "no space", [])]
+    height, width = image.shape[:2]
+    x, y = demo.calibration.mm_to_px([xy])[0]
+    assert (marks[0]["x"], marks[0]["y"]) == pytest.approx((x / width, y / height))
+    # the page's picture has the circles but not the words the window writes beside them
+    plain = display.overlay(image, demo.calibration, snapshot, words=False)
+    worded = display.overlay(image, demo.calibration, snapshot)
+    beside = np.s_[int(y) - 8:int(y) + 3, int(x) + 14:int(x) + 60]
+    assert not np.array_equal(plain, image)
+    assert np.array_equal(plain[beside], image[beside]) and not np.array_equal(worded[beside], image[beside])
+
+
 def test_a_whole_game_served_ends_with_its_standings_on_the_page(demo_files, board, tmp_path, capsys, monkeypatch):
     seen = {}
     close = web.GamePage.close
@@ -110,7 +136,8 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     page.show_message("Clear the board for round 2")
     page.show_message("blue token on Railroad")
     page.show_question("pay M100?")
-    page.show_frame(b"jpeg")
+    page.show_frame(b"jpeg", [{"number": 1, "side": "red", "x": 0.25, "y": 0.5, "space": "Baltic Avenue",
+                               "doubts": ["close call"]}], "looking for the board")
     script = tmp_path / "page.js"
     script.write_text(web.PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
     run = subprocess.run(["node", str(Path(__file__).with_name("page_dom.js")), f"http://127.0.0.1:{page.port}/",
@@ -125,3 +152,7 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     assert shown["pot"]["text"] == "Free Parking pot M500"
     assert shown["messages"]["items"] == ["blue token on Railroad", "Clear the board for round 2"]  # newest first
     assert shown["frame"]["src"] == "frame.jpg?n=1"
+    # the tokens numbered where the picture shows them, and listed under it, in the page's letters
+    assert shown["marks"]["spans"] == [[1, "mark red", "25.00%", "50.00%"]]
+    assert shown["tokens"]["spans"] == [["1 red: Baltic Avenue (close call)", "red", None, None]]
+    assert shown["note"]["text"] == "looking for the board"
