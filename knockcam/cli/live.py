@@ -43,7 +43,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--show", action="store_true", help="overlay window (needs a display)")
     parser.add_argument("--serve", metavar="PORT", type=int, default=None,
                         help="also show the game on a web page at http://THIS-COMPUTER:PORT (the camera with the "
-                             "overlay, the scoreboard, the messages), for a TV or phones on the same network")
+                             "tokens numbered, the scoreboard, the messages), for a TV or phones on the same network")
+    parser.add_argument("--answer-on-page", action="store_true",
+                        help="with --serve: the page may answer the waiting question and ask for a review too "
+                             "(anyone on the network who opens it can)")
     parser.add_argument("--quiet", action="store_true", help="no scoreboards, only errors and the result")
     parser.add_argument("--json", action="store_true", help="print the result as one JSON object at the end")
     parser.add_argument("--bench", action="store_true",
@@ -73,16 +76,20 @@ def _sides(text: str | None, what: str) -> list[str] | None:
 
 def _display(board, args: argparse.Namespace):
     """The terminal scoreboard, with the --show window and the --serve page when asked for."""
+    from knockcam.errors import KnockcamError
     from knockcam.live.display import Display
 
     page = None
+    if args.answer_on_page and args.serve is None:
+        raise KnockcamError("--answer-on-page answers on the game's page: give --serve PORT too")
+    if args.answer_on_page and args.answers:
+        raise KnockcamError(f"--answers {args.answers} answers every question: leave out --answer-on-page")
     if args.serve is not None:
-        from knockcam.errors import KnockcamError
         from knockcam.live.web import GamePage
 
         if not 0 <= args.serve <= 65535:
             raise KnockcamError(f"--serve {args.serve}: a port is 0 to 65535, e.g. --serve 8765")
-        page = args.page = GamePage(args.serve)  # run() closes it, whatever happens after
+        page = args.page = GamePage(args.serve, answers=args.answer_on_page)  # run() closes it, whatever happens
         print(f"the game's page: http://{_address()}:{page.port}/ (phones and a TV on this network; "
               f"http://localhost:{page.port}/ on this computer)", file=sys.stderr)
     return Display(board, show=args.show, quiet=args.quiet, page=page)
@@ -193,7 +200,7 @@ def _run(args: argparse.Namespace) -> int:
         prompter = ScriptedPrompter(answers, skip=n_answers if isinstance(answers, list) else 0,
                                     echo=None if args.quiet else sys.stdout)
     else:
-        prompter = TerminalPrompter()
+        prompter = TerminalPrompter(page=args.page if args.answer_on_page else None)
     live = LiveGame(log_path, prompter, display=display, board=board, model=None if args.no_model else "auto",
                     max_error_mm=args.max_error)
     if args.resume:

@@ -57,8 +57,8 @@ class Display:
         if self.page is not None:
             self.page.show_message(text)
 
-    def asked(self, question: str | None) -> None:
-        """The question now waiting at the keyboard (None once answered): the page shows it."""
+    def asked(self, question) -> None:
+        """The question now waiting (a knockcam.live.prompts.Question; None once answered): the page shows it."""
         if self.page is not None:
             self.page.show_question(question)
 

@@ -8,6 +8,7 @@ wrong with it. Scripted answers can be given by key (a mapping) or in order (a l
 from __future__ import annotations
 
 import sys
+import time
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,11 +59,17 @@ class Prompter(Protocol):
 
 
 class TerminalPrompter:
-    """Asks on the terminal (Enter takes the default) and repeats the question after a bad answer."""
+    """Asks on the terminal (Enter takes the default) and repeats the question after a bad answer. With ``page``
+    (knockcam.live.web.GamePage with answers), an answer or a review request may come from the game's page too:
+    whichever answers first."""
 
-    def __init__(self, stdin=None, stdout=None, *, pollable: bool | None = None):
+    PAGE_POLL_S = 0.2  # how often the page is looked at while the keyboard is quiet
+
+    def __init__(self, stdin=None, stdout=None, *, pollable: bool | None = None, page=None):
         self.stdin = stdin or sys.stdin
         self.stdout = stdout or sys.stdout
+        self.page = page
+        self.answered_on: str | None = None  # where the last answer came from: keyboard, page or timeout
         # typing a line at any time asks for a review: only on an interactive terminal
         self._pollable = pollable if pollable is not None else bool(getattr(self.stdin, "isatty", lambda: False)())
 
@@ -75,10 +82,16 @@ class TerminalPrompter:
             hint = f" [{question.default} in {question.timeout_s:g} s]"
         while True:
             print(f"? {question.text}{hint} ", end="", file=self.stdout, flush=True)
-            if question.timeout_s and question.default is not None and not self._ready(question.timeout_s):
+            got = self._wait(question)
+            if got is None:
                 print(f"(no answer: {question.default})", file=self.stdout, flush=True)
+                self.answered_on = "timeout"
                 return question.normal(question.default)
-            line = self.stdin.readline()
+            source, line = got
+            self.answered_on = source
+            if source == "page":  # already checked, in normal form
+                print(f"{line}  (answered on the game's page)", file=self.stdout, flush=True)
+                return line
             if line == "":
                 raise KnockcamError(f"no answer to '{question.text}' (input closed): resume later with "
                                     "'knockcam live --resume LOG'")
@@ -88,8 +101,28 @@ class TerminalPrompter:
                 print(f"  {exc}", file=self.stdout, flush=True)
 
 
+    def _wait(self, question: Question) -> tuple[str, str] | None:
+        """The next answer: ("page", its normal form) or ("keyboard", the line typed); None once the question's
+        ``timeout_s`` has run out."""
+        limit = question.timeout_s if question.timeout_s and question.default is not None else None
+        start = time.monotonic()
+        while True:
+            if self.page is not None:
+                answer = self.page.take_answer(question.key)
+                if answer is not None:
+                    return "page", answer
+            left = None if limit is None else limit - (time.monotonic() - start)
+            if left is not None and left <= 0:
+                return None
+            wait = left if self.page is None else min(self.PAGE_POLL_S, self.PAGE_POLL_S if left is None else left)
+            if wait is None or self._ready(wait):
+                return "keyboard", self.stdin.readline()
+
     def poll(self) -> bool:
-        """True when a player typed a line between questions (Enter or 'fix'): they dispute something."""
+        """True when a player typed a line between questions (Enter or 'fix'), or asked on the page: they dispute
+        something."""
+        if self.page is not None and self.page.take_review():
+            return True
         if not self._pollable or not self._ready(0.0):
             return False
         line = self.stdin.readline()

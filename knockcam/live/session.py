@@ -203,13 +203,14 @@ class LiveGame:
         if self.log is not None:
             self.log.append("question", key=question.key, text=question.text, default=question.default)
         if self.display is not None:
-            self.display.asked(question.text)
+            self.display.asked(question)
 
     def _log_answer(self, question, answer: str) -> None:
         if self.display is not None:
             self.display.asked(None)
         if self.log is not None:
-            self.log.append("answer", key=question.key, answer=answer)
+            on = getattr(self.live_prompter, "answered_on", None)  # the keyboard or the game's page
+            self.log.append("answer", key=question.key, answer=answer, **({"on": on} if on else {}))
 
     def _emit(self, kind: str, **data) -> None:
         self.events.append((kind, data))

@@ -6,7 +6,10 @@ Python's own HTTP server runs in a thread beside the frame loop; the loop only h
 numbers and the overlay as JPEG, at most ``page.frames_per_s`` a second (data/live.yaml), so serving
 costs the game little. The page asks ``/state.json`` every second and shows ``/frame.jpg`` with the tokens
 numbered on it and listed under it in the page's own letters, which a phone can read (drawn into the picture,
-they would shrink with it). Answers are still typed at the keyboard: the page shows, it does not decide.
+they would shrink with it). Answers are typed at the keyboard; with ``answers=True`` (``--answer-on-page``) the
+page may answer the waiting question too, and ask for a review before the round is scored (as a line typed at
+the keyboard does): whichever answers first is the answer, checked as the keyboard's is, and logged with
+where it came from.
 """
 
 from __future__ import annotations
@@ -19,17 +22,21 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from knockcam import settings
 from knockcam.errors import KnockcamError
+from knockcam.live.prompts import Question
 
 
 class GamePage:
     """The state the page shows, and the server that shows it. Every method is safe to call from the loop."""
 
-    def __init__(self, port: int, host: str = "0.0.0.0"):
+    def __init__(self, port: int, host: str = "0.0.0.0", answers: bool = False):
         cfg = settings.load("live")["page"]
         self._lock = threading.Lock()
         self._jpeg: bytes | None = None
         self._state: dict = {"frame": 0, "marks": [], "note": "", "messages": [], "question": None,
-                             "if_it_ended_now": None, "last_round": None, "standings": None}
+                             "if_it_ended_now": None, "last_round": None, "standings": None, "answers": answers}
+        self._question: Question | None = None  # the question waiting, while the page may answer it
+        self._given: tuple[str, str] | None = None  # (question key, answer in normal form) given on the page
+        self._review = False  # the page asked for a review before the round is scored
         self._messages: deque[str] = deque(maxlen=int(cfg["messages"]))
         self._every_s = 1.0 / float(cfg["frames_per_s"])
         self.jpeg_quality = int(cfg["jpeg_quality"])
@@ -38,7 +45,10 @@ class GamePage:
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self):  # noqa: N802 (the name http.server calls)
-                page._answer(self)
+                page._show(self)
+
+            def do_POST(self):  # noqa: N802
+                page._take(self)
 
             def log_message(self, *args):  # the terminal is the game's: no request log there
                 pass
@@ -88,10 +98,27 @@ class GamePage:
             self._messages.append(text)
             self._state["messages"] = list(self._messages)
 
-    def show_question(self, text: str | None) -> None:
-        """The question waiting for an answer at the keyboard (None: none)."""
+    def show_question(self, question: Question | None) -> None:
+        """The question waiting for an answer (None: none)."""
         with self._lock:
-            self._state["question"] = text
+            self._question, self._given = question, None
+            self._state["question"] = None if question is None else {"key": question.key, "text": question.text,
+                                                                      "default": question.default}
+
+    # -- what the page hands back (``answers``) ----------------------------------------------------------------
+    def take_answer(self, key: str) -> str | None:
+        """The answer given on the page to the question ``key``, in normal form, once (None: none yet)."""
+        with self._lock:
+            if self._given is None or self._given[0] != key:
+                return None
+            answer, self._given = self._given[1], None
+            return answer
+
+    def take_review(self) -> bool:
+        """Whether the page asked for a review since the last call."""
+        with self._lock:
+            asked, self._review = self._review, False
+            return asked
 
     def show_round(self, number: int, result: dict) -> None:
         with self._lock:
@@ -115,7 +142,57 @@ class GamePage:
             self._thread.join()
 
     # -- the server's side ------------------------------------------------------------------------------------
-    def _answer(self, request: BaseHTTPRequestHandler) -> None:
+    def _take(self, request: BaseHTTPRequestHandler) -> None:
+        """POST /answer {"key", "answer"} or /review: 200 {"ok": true}, or an error with {"error": why}."""
+        path = request.path.split("?", 1)[0]
+        if path not in ("/answer", "/review"):
+            request.send_error(404)
+            return
+        if not self._state["answers"]:
+            self._reply(request, 403, {"error": "this page only shows the game: answer at the keyboard "
+                                                "(knockcam live --answer-on-page lets it answer)"})
+            return
+        if path == "/review":
+            with self._lock:
+                self._review = True
+            self._reply(request, 200, {"ok": True})
+            return
+        try:
+            length = int(request.headers.get("Content-Length") or 0)
+            body = json.loads(request.rfile.read(min(length, 10_000)) or b"{}")
+            key, answer = str(body["key"]), str(body.get("answer", ""))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            self._reply(request, 400, {"error": 'send {"key": the question\'s key, "answer": the answer}'})
+            return
+        with self._lock:
+            question = self._question
+        if question is None or question.key != key:
+            self._reply(request, 409, {"error": "that question is no longer waiting"})
+            return
+        try:  # checked here, while the game waits for this very answer
+            normal = question.normal(answer)
+        except ValueError as error:
+            self._reply(request, 400, {"error": str(error)})
+            return
+        with self._lock:
+            still_waiting = self._question is question
+            if still_waiting:
+                self._given = (key, normal)
+        if not still_waiting:
+            self._reply(request, 409, {"error": "that question was answered at the keyboard"})
+            return
+        self._reply(request, 200, {"ok": True, "answer": normal})
+
+    @staticmethod
+    def _reply(request: BaseHTTPRequestHandler, code: int, data: dict) -> None:
+        body = json.dumps(data).encode("utf-8")
+        request.send_response(code)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", str(len(body)))
+        request.end_headers()
+        request.wfile.write(body)
+
+    def _show(self, request: BaseHTTPRequestHandler) -> None:
         path = request.path.split("?", 1)[0]
         if path in ("/", "/index.html"):
             body, kind = PAGE.encode("utf-8"), "text/html; charset=utf-8"
@@ -156,6 +233,8 @@ table { border-collapse: collapse; width: 100%; font-size: 1.3em; }
 td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child { text-align: left; }
 .red { color: #f55; } .yellow { color: #fd3; } .green { color: #5d5; } .blue { color: #6af; }
 #question { background: #a60; padding: 8px; border-radius: 6px; font-size: 1.2em; }
+#answer { margin-top: 6px; } #answer input { font-size: 1em; width: 10em; } #why { color: #fdd; }
+button { font-size: 1em; }
 #messages { color: #bbb; font-size: 0.95em; padding-left: 1.2em; }
 h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 </style></head>
@@ -164,22 +243,35 @@ h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 <div id="marks"></div></div><p id="note"></p><ul id="tokens"></ul></section>
 <section id="board">
 <h1 id="title">knockcam live</h1>
-<div id="question" hidden></div>
+<div id="question" hidden><span id="asked"></span>
+<form id="answer" hidden><input id="reply" autocomplete="off"> <button>Answer</button> <span id="why"></span></form>
+</div>
 <table><thead><tr><th>side</th><th>slid</th><th>cash</th><th>if the round ended now</th></tr></thead>
 <tbody id="sides"></tbody></table>
 <p id="pot"></p><p id="last"></p><p id="standings"></p>
+<p><button id="review" hidden>Review the positions before this round is scored</button></p>
 <ul id="messages"></ul>
 </section></main>
 <script>
-let shown = -1;
+let shown = -1, asking = null;
 function cell(row, text, cls) { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; }
 async function refresh() {
   let s;
   try { s = await (await fetch("state.json", {cache: "no-store"})).json(); } catch (e) { return; }
   document.getElementById("title").textContent = s.round === undefined ? "knockcam live" :
     `Round ${s.round} of ${s.rounds}: ${s.phase}` + (s.expected ? ` (next: ${s.expected})` : "");
-  const q = document.getElementById("question");
-  q.hidden = !s.question; q.textContent = s.question ? "Waiting at the keyboard: " + s.question : "";
+  const q = s.question;
+  document.getElementById("question").hidden = !q;
+  document.getElementById("asked").textContent = !q ? "" : (s.answers ? "Waiting for an answer: " :
+    "Waiting at the keyboard: ") + q.text + (q.default ? ` [${q.default}]` : "");
+  document.getElementById("answer").hidden = !(s.answers && q);
+  if ((q ? q.key : null) !== asking) {  // a new question: an empty answer box, its default shown in it
+    asking = q ? q.key : null;
+    const reply = document.getElementById("reply"); reply.value = ""; reply.placeholder = q && q.default || "";
+    document.getElementById("why").textContent = "";
+  }
+  const review = document.getElementById("review");
+  review.hidden = !s.answers || s.phase === "over" || s.round === undefined;
   const body = document.getElementById("sides"); body.replaceChildren();
   for (const side of (s.order || [])) {
     const row = body.insertRow();
@@ -209,6 +301,19 @@ async function refresh() {
     document.getElementById("note").textContent = s.note;
   }
 }
+async function post(path, data) {
+  const r = await fetch(path, {method: "POST", headers: {"Content-Type": "application/json"},
+                               body: JSON.stringify(data)});
+  return [r.ok, await r.json()];
+}
+async function answer(event) {
+  event.preventDefault();
+  const [ok, reply] = await post("answer", {key: asking, answer: document.getElementById("reply").value});
+  document.getElementById("why").textContent = ok ? "" : reply.error;
+  await refresh();
+}
+document.getElementById("answer").onsubmit = answer;
+document.getElementById("review").onclick = async () => { await post("review", {}); await refresh(); };
 refresh(); setInterval(refresh, 1000);
 </script></body></html>
 """

@@ -19,7 +19,15 @@ globalThis.fetch = (url, opts) => realFetch(new URL(url, base), opts);
 globalThis.setInterval = () => 0;
 const script = require("fs").readFileSync(process.argv[3], "utf8");
 eval(script.replace("refresh(); setInterval(refresh, 1000);", ""));
-refresh().then(() => {
+// argv[4], when given, is typed into the answer box and sent, as a player's phone would
+async function play() {
+  await refresh();
+  if (process.argv[4] !== undefined) {
+    document.getElementById("reply").value = process.argv[4];
+    await document.getElementById("answer").onsubmit({ preventDefault() {} });
+  }
+}
+play().then(() => {
   const out = {};
   for (const [id, e] of Object.entries(elements)) {
     out[id] = { text: e.textContent, hidden: e.hidden, src: e.src,

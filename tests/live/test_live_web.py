@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import shutil
 import subprocess
+import threading
+import time
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -15,8 +19,9 @@ import pytest
 from knockcam.cli import main
 from knockcam.errors import KnockcamError
 from knockcam.live import web
-from knockcam.live.compose import demo_expected
+from knockcam.live.compose import DEMO_ANSWERS, demo_expected
 from knockcam.live.display import Display
+from knockcam.live.prompts import Question, TerminalPrompter, yes_no
 
 
 def _get(page, path):
@@ -47,13 +52,14 @@ def test_the_page_serves_what_the_game_hands_it(page):
                      "slid": {"blue": 1}, "cash": {"red": 500, "blue": 200}, "pot": 500, "tokens": []})
     page.show_provisional(_Provisional())
     page.show_message("Clear the board for round 2")
-    page.show_question("red token on Go to Jail: pay M100 to leave? [y]")
+    page.show_question(Question("r2:jail:red:1", "red token on Go to Jail: pay M100 to leave?", "yes"))
     page.show_round(1, {"order": ["red", "blue"], "per_side": {"red": {"delta": 500}, "blue": {"delta": 200}},
                         "pot_after": 500})
     state = json.loads(_get(page, "/state.json")[2])
     assert state["round"] == 2 and state["order"] == ["blue", "red"] and state["cash"] == {"red": 500, "blue": 200}
     assert state["if_it_ended_now"] == {"red": 300, "blue": -100} and state["frame"] == 1
-    assert state["messages"] == ["Clear the board for round 2"] and state["question"].startswith("red token")
+    assert state["messages"] == ["Clear the board for round 2"] and state["question"]["text"].startswith("red token")
+    assert state["question"]["key"] == "r2:jail:red:1" and state["question"]["default"] == "yes"
     assert state["last_round"] == {"round": 1, "order": ["red", "blue"], "delta": {"red": 500, "blue": 200},
                                    "pot_after": 500}
     page.show_question(None)
@@ -135,7 +141,7 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     page.show_provisional(_Provisional())
     page.show_message("Clear the board for round 2")
     page.show_message("blue token on Railroad")
-    page.show_question("pay M100?")
+    page.show_question(Question("r2:jail:red:1", "pay M100?", "yes"))
     page.show_frame(b"jpeg", [{"number": 1, "side": "red", "x": 0.25, "y": 0.5, "space": "Baltic Avenue",
                                "doubts": ["close call"]}], "looking for the board")
     script = tmp_path / "page.js"
@@ -148,7 +154,8 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     assert [[cell[0] for cell in row] for row in shown["sides"]["rows"]] == [["blue", 1, "M200", "-100"],
                                                                             ["red", 0, "M500", "+300"]]
     assert shown["sides"]["rows"][0][0][1] == "blue"  # the side in its colour
-    assert shown["question"]["text"] == "Waiting at the keyboard: pay M100?" and not shown["question"]["hidden"]
+    assert shown["asked"]["text"] == "Waiting at the keyboard: pay M100? [yes]" and not shown["question"]["hidden"]
+    assert shown["answer"]["hidden"] and shown["review"]["hidden"]  # this page only shows
     assert shown["pot"]["text"] == "Free Parking pot M500"
     assert shown["messages"]["items"] == ["blue token on Railroad", "Clear the board for round 2"]  # newest first
     assert shown["frame"]["src"] == "frame.jpg?n=1"
@@ -156,3 +163,140 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     assert shown["marks"]["spans"] == [[1, "mark red", "25.00%", "50.00%"]]
     assert shown["tokens"]["spans"] == [["1 red: Baltic Avenue (close call)", "red", None, None]]
     assert shown["note"]["text"] == "looking for the board"
+
+
+def _post(port, path, data):
+    """POST JSON to the page: (status, reply)."""
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=json.dumps(data).encode("utf-8"),
+                                     headers={"Content-Type": "application/json"}, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=5) as reply:
+            return reply.status, json.loads(reply.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read())
+
+
+@pytest.fixture
+def answering():
+    shown = web.GamePage(0, host="127.0.0.1", answers=True)
+    yield shown
+    shown.close()
+
+
+def test_a_page_that_only_shows_refuses_answers(page):
+    page.show_question(Question("r2:jail:red:1", "pay M100?", "yes", yes_no))
+    code, reply = _post(page.port, "/answer", {"key": "r2:jail:red:1", "answer": "y"})
+    assert code == 403 and "--answer-on-page" in reply["error"]
+    assert _post(page.port, "/review", {})[0] == 403
+    assert page.take_answer("r2:jail:red:1") is None and not page.take_review()
+
+
+def test_the_page_answers_the_waiting_question_checked_as_the_keyboards_answer_is(answering):
+    port = answering.port
+    assert _post(port, "/answer", {"key": "r2:jail:red:1", "answer": "y"}) == (
+        409, {"error": "that question is no longer waiting"})  # none is waiting
+    answering.show_question(Question("r2:jail:red:1", "pay M100?", "yes", yes_no))
+    assert json.loads(_get(answering, "/state.json")[2])["answers"] is True
+    assert _post(port, "/answer", {"key": "r1:railroad:blue:1", "answer": "y"})[0] == 409  # another question
+    assert _post(port, "/answer", {"key": "r2:jail:red:1", "answer": "maybe"}) == (400, {"error": "answer yes or no"})
+    assert _post(port, "/answer", {"answer": "y"})[0] == 400  # no key
+    assert answering.take_answer("r2:jail:red:1") is None  # nothing valid given yet
+    assert _post(port, "/answer", {"key": "r2:jail:red:1", "answer": ""}) == (200, {"ok": True, "answer": "yes"})
+    assert answering.take_answer("r1:railroad:blue:1") is None
+    assert answering.take_answer("r2:jail:red:1") == "yes" and answering.take_answer("r2:jail:red:1") is None
+    assert _post(port, "/review", {}) == (200, {"ok": True})
+    assert answering.take_review() and not answering.take_review()
+
+
+def test_the_terminal_takes_whichever_answer_comes_first(answering):
+    read_end, write_end = os.pipe()
+    with os.fdopen(read_end) as keyboard, os.fdopen(write_end, "w") as typing:
+        out = io.StringIO()
+        prompter = TerminalPrompter(keyboard, out, page=answering)
+        question = Question("r2:jail:red:1", "pay M100?", "yes", yes_no)
+        answering.show_question(question)
+        threading.Timer(0.3, lambda: _post(answering.port, "/answer", {"key": question.key, "answer": "n"})).start()
+        assert prompter.ask(question) == "no" and "(answered on the game's page)" in out.getvalue()
+        assert prompter.answered_on == "page"
+        typing.write("y\n")
+        typing.flush()
+        assert prompter.ask(Question("r2:jail:red:2", "pay M100?", "no", yes_no)) == "yes"  # typed, page quiet
+        assert prompter.answered_on == "keyboard"
+        moot = Question("r3:off:red:1", "off the board?", "yes", yes_no, timeout_s=0.3)
+        assert prompter.ask(moot) == "yes" and "(no answer: yes)" in out.getvalue()  # its time still runs out
+        assert prompter.answered_on == "timeout"
+        _post(answering.port, "/review", {})
+        assert prompter.poll()  # a review asked on the page, as a line typed between questions
+
+
+def test_a_whole_game_answered_on_the_page(demo_files, board, tmp_path, capsys, monkeypatch):
+    pages = []
+    init = web.GamePage.__init__
+
+    def init_and_keep(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        pages.append(self)
+
+    monkeypatch.setattr(web.GamePage, "__init__", init_and_keep)
+    read_end, write_end = os.pipe()  # a keyboard nobody types on
+    monkeypatch.setattr("sys.stdin", os.fdopen(read_end))
+    answered, done = [], threading.Event()
+
+    def player():  # answers each question as it shows on the page: the game's answer, else the default
+        while not done.is_set():
+            time.sleep(0.05)
+            try:
+                question = json.loads(_get(pages[0], "/state.json")[2])["question"] if pages else None
+                if question and (not answered or answered[-1] != question["key"]):
+                    code, _ = _post(pages[0].port, "/answer", {"key": question["key"],
+                                                               "answer": DEMO_ANSWERS.get(question["key"], "")})
+                    if code == 200:
+                        answered.append(question["key"])
+            except OSError:  # the page closed with the game
+                return
+
+    thread = threading.Thread(target=player, daemon=True)
+    thread.start()
+    f = demo_files
+    try:
+        assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order",
+                     "red,blue", "--tokens", "2", "--log", str(tmp_path / "g.jsonl"), "--quiet", "--json",
+                     "--no-model", "--serve", "0", "--answer-on-page"]) == 0
+    finally:
+        done.set()
+        thread.join()
+        os.close(write_end)
+    out = capsys.readouterr().out
+    assert out.count("(answered on the game's page)") == len(answered)
+    result = json.loads(out[out.index("\n{") + 1:])
+    assert result["standings"] == [s.to_dict() for s in demo_expected(board).standings()]
+    logged = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
+    assert [e["key"] for e in logged if e["kind"] == "answer"] == answered and set(DEMO_ANSWERS) <= set(answered)
+    assert {e["on"] for e in logged if e["kind"] == "answer"} == {"page"}  # the log says where each came from
+
+
+def test_answer_on_page_needs_a_page_and_no_answers_file(demo_files, tmp_path, capsys):
+    f = demo_files
+    base = ["live", "--video", str(f["video"]), "--order", "red,blue", "--log", str(tmp_path / "g.jsonl")]
+    assert main(base + ["--answer-on-page"]) == 2
+    assert "give --serve PORT too" in capsys.readouterr().err
+    assert main(base + ["--serve", "0", "--answer-on-page", "--answers", str(f["answers"])]) == 2
+    assert "leave out --answer-on-page" in capsys.readouterr().err
+    assert not (tmp_path / "g.jsonl").exists()
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the page's script is run with Node, not installed here")
+@pytest.mark.parametrize("typed, taken, why", [("n", "no", ""), ("maybe", None, "answer yes or no")])
+def test_the_pages_script_sends_an_answer_typed_on_it(answering, tmp_path, typed, taken, why):
+    answering.show_state({"round": 2, "rounds": 4, "phase": "slide", "order": ["blue", "red"], "expected": "red",
+                          "slid": {"blue": 1}, "cash": {"red": 500, "blue": 200}, "pot": 500})
+    answering.show_question(Question("r2:jail:red:1", "pay M100?", "yes", yes_no))
+    script = tmp_path / "page.js"
+    script.write_text(web.PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
+    run = subprocess.run(["node", str(Path(__file__).with_name("page_dom.js")), f"http://127.0.0.1:{answering.port}/",
+                          str(script), typed], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    shown = json.loads(run.stdout)
+    assert shown["asked"]["text"] == "Waiting for an answer: pay M100? [yes]"
+    assert not shown["answer"]["hidden"] and not shown["review"]["hidden"]
+    assert answering.take_answer("r2:jail:red:1") == taken and shown["why"]["text"] == why
