@@ -211,11 +211,9 @@ def _run(args: argparse.Namespace) -> int:
     if live.tracker.phase == "over":
         print(f"{log_path}: this game is over", file=sys.stderr)
     else:
-        if source is not None:
-            pass
-        elif args.camera is not None:
+        if source is None and args.camera is not None:  # (a new game's camera is open already)
             source = camera_source(args.camera)
-        else:
+        elif source is None:
             video = args.video or source_info.get("video")
             if video is None:
                 camera = source_info.get("camera", 0)
