@@ -144,8 +144,7 @@ class Display:
             cv2.circle(out, c, 9, SIDE_BGR.get(mark["side"], (255, 255, 255)), 2, cv2.LINE_AA)
             if words:
                 why = f" ({', '.join(mark['doubts'])})" if mark["doubts"] else ""
-                cv2.putText(out, f"{mark['number']} {mark['space']}{why}", (c[0] + 10, c[1]), cv2.FONT_HERSHEY_SIMPLEX,
-                            0.4, (255, 255, 255), 1, cv2.LINE_AA)
+                _outlined(out, f"{mark['number']} {mark['space']}{why}", (c[0] + 12, c[1] + 4), 0.45)
         if not words:
             return out
         head = f"round {snapshot['round']}/{snapshot['rounds']} {snapshot['phase']}"
@@ -154,9 +153,7 @@ class Display:
         cash = "  ".join(f"{s} M{snapshot['cash'][s]}" for s in snapshot["order"]) + f"  pot M{snapshot['pot']}"
         for i, text in enumerate((head, cash, note)):
             if text:
-                cv2.putText(out, text, (10, 24 + 22 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (0, 0, 0), 3, cv2.LINE_AA)
-                cv2.putText(out, text, (10, 24 + 22 * i), cv2.FONT_HERSHEY_SIMPLEX, 0.6, (255, 255, 255), 1,
-                            cv2.LINE_AA)
+                _outlined(out, text, (10, 24 + 22 * i), 0.6)
         return out
 
     def frame(self, image: np.ndarray, calibration, snapshot: dict, note: str = "") -> None:
@@ -184,3 +181,11 @@ class Display:
             import cv2
 
             cv2.destroyWindow(WINDOW)
+
+
+def _outlined(image: np.ndarray, text: str, origin: tuple[int, int], scale: float) -> None:
+    """White text with a black outline: readable on the board's white spaces and on a dark table alike."""
+    import cv2
+
+    for colour, thickness in (((0, 0, 0), 3), ((255, 255, 255), 1)):
+        cv2.putText(image, text, origin, cv2.FONT_HERSHEY_SIMPLEX, scale, colour, thickness, cv2.LINE_AA)

@@ -141,6 +141,10 @@ class LiveGame:
         self.log = GameLog(self.log_path, fsync=fsync) if live else None
         self.muted = True
         self.events: list[tuple[str, dict]] = []
+        # each scored round: the tracked tokens as scored and the calibration then (knockcam replay --pictures)
+        self.scored: dict[int, dict] = {}
+        self._cal_path: Path | None = None  # the last calibration and empty-board frame the log names
+        self._ref_path: Path | None = None
         self.calibration: Calibration | None = None
         self.reference: np.ndarray | None = None
         self.last_frame = -1
@@ -184,9 +188,9 @@ class LiveGame:
                                 "knockcam wrote it otherwise: restore the log from a copy, or delete that line and "
                                 "the ones after it to go on from before it with --resume") from None
         self.muted = False
-        if hasattr(self, "_cal_path") and live:
+        if self._cal_path is not None and live:
             self.calibration = Calibration.load(self._cal_path)
-        if hasattr(self, "_ref_path") and live:
+        if self._ref_path is not None and live:
             self.reference = load_photo(self._ref_path, "empty-board frame (named in the game log)")
 
     # -- the prompter the tracker talks to --------------------------------------------------------------
@@ -216,6 +220,9 @@ class LiveGame:
         self.events.append((kind, data))
         if kind == "round_start":
             self._round_started = True
+        if kind == "round":
+            self.scored[data["round"]] = {"tokens": self.tracker.snapshot()["tokens"], "evidence": data["evidence"],
+                                          "calibration": self._cal_path}
         if self.muted:
             return
         if self.log is not None:

@@ -72,3 +72,28 @@ def test_replay_tells_each_round_as_it_happened_with_its_frames(demo_files, tmp_
     shown = capsys.readouterr().out
     assert "Round 1, as it happened" in shown and "Round 2, as it happened" in shown
     assert "frames in " in shown and f"{told[0]['evidence'].split('/')[-1]} " in shown  # the folder once
+
+
+def test_replay_draws_each_round_as_it_was_scored(demo_files, tmp_path, capsys):
+    import cv2
+
+    f = demo_files
+    log = tmp_path / "g.jsonl"
+    assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
+                 "--tokens", "2", "--log", str(log), "--answers", str(f["answers"]), "--quiet", "--no-model"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(log), "--json", "--pictures", str(tmp_path / "pictures")]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["pictures"] == {str(n): str(tmp_path / "pictures" / f"round-{n}.jpg") for n in (1, 2)}
+    rounds = {e["round"]: e for e in read_log(log) if e["kind"] == "round"}
+    for n in (1, 2):
+        frame = cv2.imread(str(tmp_path / rounds[n]["evidence"]))
+        drawn = cv2.imread(replayed["pictures"][str(n)])
+        assert drawn.shape[1] == 1280 and frame.shape[1] < 1280  # a small camera's frame, drawn larger
+        plain = cv2.resize(frame, (drawn.shape[1], drawn.shape[0]))
+        assert (cv2.absdiff(drawn, plain).max(axis=2) > 80).sum() > 2000  # the tokens' marks and words
+    # a frame gone from the log's folder: that round has no picture, said why; the other still has one
+    (tmp_path / rounds[1]["evidence"]).unlink()
+    assert main(["replay", str(log), "--json", "--pictures", str(tmp_path / "again")]) == 0
+    again = json.loads(capsys.readouterr().out)["pictures"]
+    assert again["1"].startswith("none: round 1's frame not found") and again["2"].endswith("round-2.jpg")
