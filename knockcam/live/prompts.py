@@ -70,6 +70,7 @@ class TerminalPrompter:
         self.stdout = stdout or sys.stdout
         self.page = page
         self.answered_on: str | None = None  # where the last answer came from: keyboard, page or timeout
+        self.keyboard_closed = False  # stdin ended (a game run without a terminal): the page alone answers
         # typing a line at any time asks for a review: only on an interactive terminal
         self._pollable = pollable if pollable is not None else bool(getattr(self.stdin, "isatty", lambda: False)())
 
@@ -92,6 +93,10 @@ class TerminalPrompter:
             if source == "page":  # already checked, in normal form
                 print(f"{line}  (answered on the game's page)", file=self.stdout, flush=True)
                 return line
+            if line == "" and self.page is not None:
+                self.keyboard_closed = True
+                print("(no keyboard: answer on the game's page)", file=self.stdout, flush=True)
+                continue
             if line == "":
                 raise KnockcamError(f"no answer to '{question.text}' (input closed): resume later with "
                                     "'knockcam live --resume LOG'")
@@ -99,7 +104,6 @@ class TerminalPrompter:
                 return question.normal(line)
             except ValueError as exc:
                 print(f"  {exc}", file=self.stdout, flush=True)
-
 
     def _wait(self, question: Question) -> tuple[str, str] | None:
         """The next answer: ("page", its normal form) or ("keyboard", the line typed); None once the question's
@@ -115,7 +119,9 @@ class TerminalPrompter:
             if left is not None and left <= 0:
                 return None
             wait = left if self.page is None else min(self.PAGE_POLL_S, self.PAGE_POLL_S if left is None else left)
-            if wait is None or self._ready(wait):
+            if self.keyboard_closed:
+                time.sleep(wait)
+            elif wait is None or self._ready(wait):
                 return "keyboard", self.stdin.readline()
 
     def poll(self) -> bool:
@@ -123,7 +129,7 @@ class TerminalPrompter:
         something."""
         if self.page is not None and self.page.take_review():
             return True
-        if not self._pollable or not self._ready(0.0):
+        if not self._pollable or self.keyboard_closed or not self._ready(0.0):
             return False
         line = self.stdin.readline()
         return line != ""

@@ -229,6 +229,18 @@ def test_the_terminal_takes_whichever_answer_comes_first(answering):
         assert prompter.poll()  # a review asked on the page, as a line typed between questions
 
 
+def test_with_no_keyboard_the_page_alone_answers(answering):
+    out = io.StringIO()
+    prompter = TerminalPrompter(io.StringIO(""), out, page=answering)  # stdin closed: a game run with no terminal
+    question = Question("r2:jail:red:1", "pay M100?", "no", yes_no)
+    answering.show_question(question)
+    threading.Timer(0.3, lambda: _post(answering.port, "/answer", {"key": question.key, "answer": "y"})).start()
+    assert prompter.ask(question) == "yes" and prompter.answered_on == "page"
+    assert "(no keyboard: answer on the game's page)" in out.getvalue()
+    with pytest.raises(KnockcamError, match="input closed"):  # without the page, as before: resume later
+        TerminalPrompter(io.StringIO(""), io.StringIO()).ask(question)
+
+
 def test_a_whole_game_answered_on_the_page(demo_files, board, tmp_path, capsys, monkeypatch):
     pages = []
     init = web.GamePage.__init__
