@@ -143,7 +143,7 @@ class Display:
             c = (int(round(mark["x"])), int(round(mark["y"])))
             cv2.circle(out, c, 9, SIDE_BGR.get(mark["side"], (255, 255, 255)), 2, cv2.LINE_AA)
             if words:
-                why = f" ({', '.join(mark['doubts'])})" if mark["doubts"] else ""
+                why = f" ({'; '.join(mark['doubts'])})" if mark["doubts"] else ""
                 _outlined(out, f"{mark['number']} {mark['space']}{why}", (c[0] + 12, c[1] + 4), 0.45)
         if not words:
             return out

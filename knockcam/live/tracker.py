@@ -116,19 +116,25 @@ class Tracked:
     on_space: bool = True
     ambiguous: bool = False
     doubt: str | None = None  # why, when ambiguous (Seen.doubt); None in a log written before reasons were kept
+    rival: str | None = None  # a close call's other answer (Seen.runner_up: a space id, no_space or off_board) ...
+    margin_mm: float = 0.0  # ... and how far the base centre can move before the call changes
     flags: list[str] = field(default_factory=list)
     parked: bool = False  # in jail or due a re-slide, but not yet taken off the board
 
-    @property
-    def doubts(self) -> list[str]:
-        """Why a human should look at it: the camera's doubt, then the tracker's flags (a vanished token is out:
-        nothing to look at)."""
-        return ([self.doubt or "in doubt"] if self.ambiguous else []) + [f for f in self.flags if f != "vanished"]
+    def doubts(self, names: dict[str, str]) -> list[str]:
+        """Why a human should look at it, in words: the camera's doubt (a close call with the other space it may
+        rest on and the margin), then the tracker's flags (a vanished token is out: nothing to look at)."""
+        doubt = self.doubt or "in doubt"
+        if doubt == "close call" and self.rival:
+            other = {"no_space": "no space", "off_board": "off the board"}.get(self.rival, names.get(self.rival))
+            doubt = f"close call: or {other}, margin {self.margin_mm:.1f} mm"
+        return ([doubt] if self.ambiguous else []) + [f for f in self.flags if f != "vanished"]
 
-    def to_dict(self) -> dict:
+    def to_dict(self, names: dict[str, str]) -> dict:
         return {"id": self.id, "side": self.side, "colour": self.colour,
                 "xy_mm": [round(float(v), 1) for v in self.xy_mm], "space": self.space, "state": self.state,
-                "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags), "doubts": self.doubts}
+                "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags),
+                "doubts": self.doubts(names)}
 
 
 @dataclass
@@ -223,7 +229,8 @@ class Tracker:
     def snapshot(self) -> dict:
         return {"round": self.round, "rounds": self.game.rounds_total, "phase": self.phase,
                 "order": list(self.order), "expected": self.expected(), "slid": dict(self.slid),
-                "tokens": [t.to_dict() for t in self.tokens], "cash": dict(self.game.cash), "pot": self.game.pot}
+                "tokens": [t.to_dict(self.names) for t in self.tokens], "cash": dict(self.game.cash),
+                "pot": self.game.pot}
 
     def request_review(self) -> None:
         """A player disputes something: the positions are reviewed before this round is scored."""
@@ -310,7 +317,7 @@ class Tracker:
         token.colour = s.side
         token.space = s.space
         token.on_space = s.state == ON_SPACE
-        token.ambiguous, token.doubt = s.ambiguous, s.doubt
+        token.ambiguous, token.doubt, token.rival, token.margin_mm = s.ambiguous, s.doubt, s.runner_up, s.margin_mm
         token.state = OUT if s.state == OFF_BOARD else BOARD
 
     def _update(self, obs: Observation) -> None:
@@ -643,12 +650,13 @@ class Tracker:
         for t in self.tokens:
             where = {BOARD: (self.names.get(t.space, t.space) if t.on_space else "no space"), OUT: "off the board",
                      JAIL: "in jail", HAND: "not slid again"}[t.state]
-            lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({', '.join(t.doubts)})" if t.doubts else ""))
+            doubts = t.doubts(self.names)
+            lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({'; '.join(doubts)})" if doubts else ""))
         return lines
 
     def _review(self) -> None:
         """Round-end review: the positions, and a chance to override one (a dispute); logged with evidence."""
-        doubtful = any(t.state == BOARD and t.doubts for t in self.tokens)
+        doubtful = any(t.state == BOARD and t.doubts(self.names) for t in self.tokens)
         requested, self.review_requested = self.review_requested, False
         if not requested and (self.review == "never" or (self.review == "ambiguous" and not doubtful)):
             return

@@ -296,7 +296,7 @@ async function refresh() {
       const span = document.createElement("span"); span.className = "mark " + m.side; span.textContent = m.number;
       span.style.left = (100 * m.x).toFixed(2) + "%"; span.style.top = (100 * m.y).toFixed(2) + "%"; marks.append(span);
       const li = document.createElement("li"); li.className = m.side; tokens.append(li);
-      li.textContent = `${m.number} ${m.side}: ${m.space}` + (m.doubts.length ? ` (${m.doubts.join(", ")})` : "");
+      li.textContent = `${m.number} ${m.side}: ${m.space}` + (m.doubts.length ? ` (${m.doubts.join("; ")})` : "");
     }
     document.getElementById("note").textContent = s.note;
   }

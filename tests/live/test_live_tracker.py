@@ -26,7 +26,7 @@ class Run:
                                emit=lambda kind, **d: self.events.append((kind, d)))
         self.now: dict[str, tuple[str, tuple[float, float]]] = {}
         self.covered: tuple[HiddenArea, ...] = ()  # what a hand or a cup covers in the next frames
-        self.doubts: dict[str, str | None] = {}  # tokens the detector leaves to a human, with why (None: not said)
+        self.doubts: dict[str, dict] = {}  # tokens the detector leaves to a human: Seen's fields saying why
         self.see()  # the empty board starts round 1
 
     def see(self, launched=False):
@@ -41,7 +41,7 @@ class Run:
             state = "off_board" if not (0 <= xy[0] <= 400 and 0 <= xy[1] <= 915) else \
                 ("on_space" if space else "no_space")
             seen.append(Seen(side=colour, xy_mm=xy, space=space if state == "on_space" else None, state=state,
-                             ambiguous=key in self.doubts, doubt=self.doubts.get(key)))
+                             ambiguous=key in self.doubts, **self.doubts.get(key, {})))
         self.tracker.observe(Observation(seen=tuple(seen), launched=launched, covered=self.covered))
         return self
 
@@ -205,14 +205,19 @@ def test_the_review_takes_printed_names_and_any_case(board):
 
 
 def test_the_review_says_why_the_camera_left_a_call_to_a_human(board):
-    run = Run(board, review="ambiguous", answers={"r1:review:-:1": "ok"})
-    run.doubts = {"r": "disagreement", "b": None}  # blue's as read from a log written before reasons were kept
+    run = Run(board, tokens=2, review="ambiguous", answers={"r1:review:-:1": "ok"})
+    run.doubts = {"r": {"doubt": "disagreement"},
+                  "b": {},  # as read from a log written before reasons were kept
+                  "r2": {"doubt": "close call", "runner_up": "park_place", "margin_mm": 1.23}}
     run.put("r", "red", "baltic_avenue")
     run.put("b", "blue", "oriental_avenue")
+    run.put("r2", "red", "boardwalk")
+    run.put("b2", "blue", "states_avenue")
     review = next(m for m in run.prompter.told if m.startswith("Round 1 positions")).splitlines()
     assert review[1].startswith("   1. red") and review[1].endswith("(disagreement)")
     assert review[2].startswith("   2. blue") and review[2].endswith("(in doubt)")
-    assert not any("close call" in line for line in review)
+    assert review[3].startswith("   3. red") and review[3].endswith("(close call: or Park Place, margin 1.2 mm)")
+    assert not review[4].endswith(")")  # nothing in doubt
 
 
 def test_a_seen_token_keeps_why_it_is_in_doubt_through_the_log(board):
