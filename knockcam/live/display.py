@@ -167,13 +167,26 @@ class Display:
             cv2.imshow(WINDOW, self.overlay(image, calibration, snapshot, note))
             cv2.waitKey(1)
         if to_page:
-            drawn = self.overlay(image, calibration, snapshot, words=False)
-            ok, jpeg = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, self.page.jpeg_quality])
-            if ok:
-                height, width = drawn.shape[:2]
-                marks = [dict(m, x=m["x"] / width, y=m["y"] / height) for m in self.token_marks(calibration, snapshot)]
-                self.page.show_frame(jpeg.tobytes(), marks, note)
+            jpeg, marks = self._page_picture(image, calibration, snapshot)
+            if jpeg:
+                self.page.show_frame(jpeg, marks, note)
             self.page.show_state(snapshot)
+
+    def scored(self, number: int, image: np.ndarray, calibration, snapshot: dict) -> None:
+        """The frame round ``number`` was scored on, the tokens numbered as scored: the page keeps it up until the
+        next round is scored (the window shows the camera, which moves on)."""
+        if self.page is not None:
+            self.page.show_scored(number, *self._page_picture(image, calibration, snapshot))
+
+    def _page_picture(self, image: np.ndarray, calibration, snapshot: dict) -> tuple[bytes, list[dict]]:
+        """A frame for the page: JPEG without words, and the tokens' marks at fractions of its size."""
+        import cv2
+
+        drawn = self.overlay(image, calibration, snapshot, words=False)
+        ok, jpeg = cv2.imencode(".jpg", drawn, [cv2.IMWRITE_JPEG_QUALITY, self.page.jpeg_quality])
+        height, width = drawn.shape[:2]
+        marks = [dict(m, x=m["x"] / width, y=m["y"] / height) for m in self.token_marks(calibration, snapshot)]
+        return (jpeg.tobytes() if ok else b""), marks
 
     def close(self) -> None:
         """Close the window (the page is its owner's to close: it may stay up for the final standings)."""

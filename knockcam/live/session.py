@@ -143,6 +143,7 @@ class LiveGame:
         self.events: list[tuple[str, dict]] = []
         # each scored round: the tracked tokens as scored and the calibration then (knockcam replay --pictures)
         self.scored: dict[int, dict] = {}
+        self._still_image: np.ndarray | None = None  # the still frame being observed (live only)
         self._cal_path: Path | None = None  # the last calibration and empty-board frame the log names
         self._ref_path: Path | None = None
         self.calibration: Calibration | None = None
@@ -230,6 +231,8 @@ class LiveGame:
         if self.display is not None:
             if kind == "round":
                 self.display.round_table(data["round"], data["result"])
+                if self._still_image is not None:
+                    self.display.scored(data["round"], self._still_image, self.calibration, self.tracker.snapshot())
             elif kind == "standings":
                 self.display.standings(data["standings"])
 
@@ -414,6 +417,7 @@ class LiveGame:
         if crash_after is not None and loop.stats.observations >= crash_after:
             os._exit(137)  # a simulated kill: nothing after the fsynced log line survives
         self._round_started = False
+        self._still_image = frame.image  # what a round scored on this observation is shown with
         self.tracker.observe(obs)
         loop.gate.detected()
         loop.provisional = self.tracker.provisional()

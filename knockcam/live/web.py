@@ -32,8 +32,10 @@ class GamePage:
         cfg = settings.load("live")["page"]
         self._lock = threading.Lock()
         self._jpeg: bytes | None = None
+        self._scored_jpeg: bytes | None = None  # the frame the last round was scored on
         self._state: dict = {"frame": 0, "marks": [], "note": "", "messages": [], "question": None,
-                             "if_it_ended_now": None, "last_round": None, "standings": None, "answers": answers}
+                             "if_it_ended_now": None, "last_round": None, "scored": None, "standings": None,
+                             "answers": answers}
         self._question: Question | None = None  # the question waiting, while the page may answer it
         self._given: tuple[str, str] | None = None  # (question key, answer in normal form) given on the page
         self._review = False  # the page asked for a review before the round is scored
@@ -87,6 +89,12 @@ class GamePage:
         keys = ("round", "rounds", "phase", "order", "expected", "slid", "cash", "pot")
         with self._lock:
             self._state.update({k: snapshot.get(k) for k in keys})
+
+    def show_scored(self, number: int, jpeg: bytes, marks: list[dict]) -> None:
+        """The frame round ``number`` was scored on, with its tokens' marks (as show_frame's)."""
+        with self._lock:
+            self._scored_jpeg = jpeg
+            self._state["scored"] = {"round": number, "marks": [dict(m) for m in marks]}
 
     def show_provisional(self, provisional) -> None:
         """What the round pays if it ended now (a RoundResult; None: not in a round)."""
@@ -198,11 +206,11 @@ class GamePage:
             body, kind = PAGE.encode("utf-8"), "text/html; charset=utf-8"
         elif path == "/state.json":
             body, kind = json.dumps(self.state()).encode("utf-8"), "application/json"
-        elif path == "/frame.jpg":
+        elif path in ("/frame.jpg", "/scored.jpg"):
             with self._lock:
-                jpeg = self._jpeg
+                jpeg = self._jpeg if path == "/frame.jpg" else self._scored_jpeg
             if jpeg is None:
-                request.send_error(404, "no frame yet")
+                request.send_error(404, "no frame yet" if path == "/frame.jpg" else "no round scored yet")
                 return
             body, kind = jpeg, "image/jpeg"
         else:
@@ -222,12 +230,12 @@ PAGE = """<!doctype html>
 <style>
 body { font-family: system-ui, sans-serif; margin: 0; background: #222; color: #eee; }
 main { display: flex; flex-wrap: wrap; gap: 12px; padding: 12px; }
-#camera { flex: 3 1 480px; } #view { position: relative; }
-#view img { display: block; width: 100%; border-radius: 6px; background: #000; }
-#marks { position: absolute; inset: 0; pointer-events: none; }
+#camera { flex: 3 1 480px; } .view { position: relative; }
+.view img { display: block; width: 100%; border-radius: 6px; background: #000; }
+.marks { position: absolute; inset: 0; pointer-events: none; }
 .mark { position: absolute; transform: translate(6px, -50%); font-weight: bold; font-size: 0.95em;
         background: rgba(0, 0, 0, 0.7); padding: 0 5px; border-radius: 8px; }
-#tokens { columns: 2 14em; margin: 6px 0; padding-left: 0; list-style: none; }
+.tokens { columns: 2 14em; margin: 6px 0; padding-left: 0; list-style: none; }
 #board { flex: 1 1 260px; }
 table { border-collapse: collapse; width: 100%; font-size: 1.3em; }
 td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child { text-align: left; }
@@ -239,8 +247,8 @@ button { font-size: 1em; }
 h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 </style></head>
 <body><main>
-<section id="camera"><div id="view"><img id="frame" alt="the camera, once the board is found">
-<div id="marks"></div></div><p id="note"></p><ul id="tokens"></ul></section>
+<section id="camera"><div class="view"><img id="frame" alt="the camera, once the board is found">
+<div class="marks" id="marks"></div></div><p id="note"></p><ul class="tokens" id="tokens"></ul></section>
 <section id="board">
 <h1 id="title">knockcam live</h1>
 <div id="question" hidden><span id="asked"></span>
@@ -248,12 +256,25 @@ h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 </div>
 <table><thead><tr><th>side</th><th>slid</th><th>cash</th><th>if the round ended now</th></tr></thead>
 <tbody id="sides"></tbody></table>
-<p id="pot"></p><p id="last"></p><p id="standings"></p>
+<p id="pot"></p><p id="last"></p>
+<div id="scored" hidden><div class="view"><img id="scoredframe" alt="the frame the last round was scored on">
+<div class="marks" id="scoredmarks"></div></div><ul class="tokens" id="scoredtokens"></ul></div>
+<p id="standings"></p>
 <p><button id="review" hidden>Review the positions before this round is scored</button></p>
 <ul id="messages"></ul>
 </section></main>
 <script>
-let shown = -1, asking = null;
+let shown = -1, asking = null, scoredShown = null;
+function showTokens(marks, onPicture, list) {  // numbered on the picture, listed under it
+  onPicture.replaceChildren(); list.replaceChildren();
+  for (const m of marks) {
+    const span = document.createElement("span"); span.className = "mark " + m.side; span.textContent = m.number;
+    span.style.left = (100 * m.x).toFixed(2) + "%"; span.style.top = (100 * m.y).toFixed(2) + "%";
+    onPicture.append(span);
+    const li = document.createElement("li"); li.className = m.side; list.append(li);
+    li.textContent = `${m.number} ${m.side}: ${m.space}` + (m.doubts.length ? ` (${m.doubts.join("; ")})` : "");
+  }
+}
 function cell(row, text, cls) { const td = row.insertCell(); td.textContent = text; if (cls) td.className = cls; }
 async function refresh() {
   let s;
@@ -290,15 +311,14 @@ async function refresh() {
   if (s.frame !== shown) {
     shown = s.frame;
     if (s.frame > 0) document.getElementById("frame").src = "frame.jpg?n=" + s.frame;
-    const marks = document.getElementById("marks"), tokens = document.getElementById("tokens");
-    marks.replaceChildren(); tokens.replaceChildren();
-    for (const m of s.marks) {
-      const span = document.createElement("span"); span.className = "mark " + m.side; span.textContent = m.number;
-      span.style.left = (100 * m.x).toFixed(2) + "%"; span.style.top = (100 * m.y).toFixed(2) + "%"; marks.append(span);
-      const li = document.createElement("li"); li.className = m.side; tokens.append(li);
-      li.textContent = `${m.number} ${m.side}: ${m.space}` + (m.doubts.length ? ` (${m.doubts.join("; ")})` : "");
-    }
+    showTokens(s.marks, document.getElementById("marks"), document.getElementById("tokens"));
     document.getElementById("note").textContent = s.note;
+  }
+  document.getElementById("scored").hidden = !s.scored;
+  if (s.scored && s.scored.round !== scoredShown) {
+    scoredShown = s.scored.round;
+    document.getElementById("scoredframe").src = "scored.jpg?round=" + s.scored.round;
+    showTokens(s.scored.marks, document.getElementById("scoredmarks"), document.getElementById("scoredtokens"));
   }
 }
 async function post(path, data) {

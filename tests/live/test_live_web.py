@@ -69,6 +69,14 @@ def test_the_page_serves_what_the_game_hands_it(page):
     with pytest.raises(urllib.error.HTTPError) as unknown:
         _get(page, "/etc/passwd")
     assert unknown.value.code == 404
+    with pytest.raises(urllib.error.HTTPError) as none_yet:
+        _get(page, "/scored.jpg")
+    assert none_yet.value.code == 404 and page.state()["scored"] is None
+    page.show_scored(1, b"\xff\xd8 scored \xff\xd9", [{"number": 1, "side": "red", "x": 0.5, "y": 0.5,
+                                                          "space": "Chance", "doubts": []}])
+    assert _get(page, "/scored.jpg?round=1")[2] == b"\xff\xd8 scored \xff\xd9"
+    assert page.state()["scored"] == {"round": 1, "marks": [{"number": 1, "side": "red", "x": 0.5, "y": 0.5,
+                                                             "space": "Chance", "doubts": []}]}
 
 
 def test_a_port_in_use_is_one_line_saying_what_to_do(page):
@@ -131,6 +139,11 @@ def test_a_whole_game_served_ends_with_its_standings_on_the_page(demo_files, boa
     state = seen["state"]
     assert state["standings"] == result["standings"] == [s.to_dict() for s in demo_expected(board).standings()]
     assert state["last_round"]["round"] == 2 and state["frame"] >= 1 and state["phase"] == "over"
+    # the frame round 2 was scored on stays up, its tokens numbered: the engine's placements
+    scored = state["scored"]
+    assert scored["round"] == 2 and all(0 < m["x"] < 1 and 0 < m["y"] < 1 for m in scored["marks"])
+    assert sorted((m["side"], m["space"]) for m in scored["marks"]) == sorted(
+        (t.side, board.space(t.space).name) for t in demo_expected(board).history[1].tokens if t.space)
     assert state["messages"] and state["question"] is None
 
 
@@ -144,6 +157,8 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     page.show_question(Question("r2:jail:red:1", "pay M100?", "yes"))
     page.show_frame(b"jpeg", [{"number": 1, "side": "red", "x": 0.25, "y": 0.5, "space": "Baltic Avenue",
                                "doubts": ["close call"]}], "looking for the board")
+    page.show_scored(1, b"jpeg", [{"number": 2, "side": "blue", "x": 0.75, "y": 0.125, "space": "Chance",
+                                   "doubts": []}])
     script = tmp_path / "page.js"
     script.write_text(web.PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
     run = subprocess.run(["node", str(Path(__file__).with_name("page_dom.js")), f"http://127.0.0.1:{page.port}/",
@@ -163,6 +178,10 @@ def test_the_pages_script_shows_the_state_it_fetches(page, tmp_path):
     assert shown["marks"]["spans"] == [[1, "mark red", "25.00%", "50.00%"]]
     assert shown["tokens"]["spans"] == [["1 red: Baltic Avenue (close call)", "red", None, None]]
     assert shown["note"]["text"] == "looking for the board"
+    # the frame the last round was scored on, under its payouts
+    assert not shown["scored"]["hidden"] and shown["scoredframe"]["src"] == "scored.jpg?round=1"
+    assert shown["scoredmarks"]["spans"] == [[2, "mark blue", "75.00%", "12.50%"]]
+    assert shown["scoredtokens"]["items"] == ["2 blue: Chance"]
 
 
 def _post(port, path, data):
