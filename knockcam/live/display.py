@@ -115,7 +115,8 @@ class Display:
     # -- the overlay: the window and the page ----------------------------------------------------------
     def token_marks(self, calibration, snapshot: dict) -> list[dict]:
         """The tokens at rest as the overlay marks them: the pixel their base rests on, the side, the number the
-        round-end review asks by, the space as printed, and why a human should look (``doubts``)."""
+        round-end review asks by, the space as printed, why a human should look (``doubts``) and, for a close
+        call the review can settle, the other answer (``rival``: its name, and the review's word for it)."""
         if calibration is None:
             return []
         names = {s.id: s.name for s in self.board.spaces}
@@ -124,8 +125,13 @@ class Display:
             if t["state"] != "board" or not np.all(np.isfinite(t["xy_mm"])):  # placed by hand where none was seen
                 continue
             x, y = (float(v) for v in calibration.mm_to_px([t["xy_mm"]])[0])
+            other = t.get("rival")  # (the review cannot put a token on no space)
+            rival = None if other in (None, "no_space") else \
+                {"name": "off the board", "answer": "off"} if other == "off_board" else \
+                {"name": names.get(other, other), "answer": other}
             marks.append({"number": t["id"] + 1, "side": t["side"], "x": x, "y": y,
-                          "space": names.get(t["space"], "no space"), "doubts": list(t.get("doubts", []))})
+                          "space": names.get(t["space"], "no space"), "doubts": list(t.get("doubts", [])),
+                          "rival": rival})
         return marks
 
     def overlay(self, image: np.ndarray, calibration, snapshot: dict, note: str = "", words: bool = True

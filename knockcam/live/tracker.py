@@ -134,7 +134,8 @@ class Tracked:
         return {"id": self.id, "side": self.side, "colour": self.colour,
                 "xy_mm": [round(float(v), 1) for v in self.xy_mm], "space": self.space, "state": self.state,
                 "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags),
-                "doubts": self.doubts(names)}
+                "doubts": self.doubts(names),
+                "rival": self.rival if self.ambiguous and self.doubt == "close call" else None}
 
 
 @dataclass

@@ -241,7 +241,7 @@ table { border-collapse: collapse; width: 100%; font-size: 1.3em; }
 td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child { text-align: left; }
 .red { color: #f55; } .yellow { color: #fd3; } .green { color: #5d5; } .blue { color: #6af; }
 #question { background: #a60; padding: 8px; border-radius: 6px; font-size: 1.2em; }
-#answer { margin-top: 6px; } #answer input { font-size: 1em; width: 10em; } #why { color: #fdd; }
+#answer, #quick button { margin-top: 6px; } #answer input { font-size: 1em; width: 10em; } #why { color: #fdd; }
 button { font-size: 1em; }
 #messages { color: #bbb; font-size: 0.95em; padding-left: 1.2em; }
 h1 { font-size: 1.3em; margin: 0 0 8px 0; }
@@ -253,7 +253,7 @@ h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 <h1 id="title">knockcam live</h1>
 <div id="question" hidden><span id="asked"></span>
 <form id="answer" hidden><input id="reply" autocomplete="off"> <button>Answer</button> <span id="why"></span></form>
-</div>
+<div id="quick"></div></div>
 <table><thead><tr><th>side</th><th>slid</th><th>cash</th><th>if the round ended now</th></tr></thead>
 <tbody id="sides"></tbody></table>
 <p id="pot"></p><p id="last"></p>
@@ -291,6 +291,15 @@ async function refresh() {
     const reply = document.getElementById("reply"); reply.value = ""; reply.placeholder = q && q.default || "";
     document.getElementById("why").textContent = "";
   }
+  const quick = document.getElementById("quick"); quick.replaceChildren();
+  if (s.answers && q && q.key.includes(":review:")) {  // a close call settled with one tap
+    for (const m of s.marks.filter(m => m.rival)) {
+      const b = document.createElement("button"); b.className = m.side;
+      b.textContent = `${m.number} ${m.side}: not ${m.space}, ${m.rival.name}`;
+      b.onclick = async () => { await send(`${m.number} ${m.rival.answer}`); };
+      quick.append(b, document.createElement("br"));
+    }
+  }
   const review = document.getElementById("review");
   review.hidden = !s.answers || s.phase === "over" || s.round === undefined;
   const body = document.getElementById("sides"); body.replaceChildren();
@@ -326,12 +335,12 @@ async function post(path, data) {
                                body: JSON.stringify(data)});
   return [r.ok, await r.json()];
 }
-async function answer(event) {
-  event.preventDefault();
-  const [ok, reply] = await post("answer", {key: asking, answer: document.getElementById("reply").value});
+async function send(text) {
+  const [ok, reply] = await post("answer", {key: asking, answer: text});
   document.getElementById("why").textContent = ok ? "" : reply.error;
   await refresh();
 }
+async function answer(event) { event.preventDefault(); await send(document.getElementById("reply").value); }
 document.getElementById("answer").onsubmit = answer;
 document.getElementById("review").onclick = async () => { await post("review", {}); await refresh(); };
 refresh(); setInterval(refresh, 1000);

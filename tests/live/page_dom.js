@@ -4,7 +4,7 @@ const elements = {};
 function element(id) {
   const e = { id, textContent: "", hidden: false, className: "", src: "", style: {}, children: [], rows: [],
     replaceChildren() { this.children = []; this.rows = []; },
-    append(child) { this.children.push(child); },
+    append(...children) { this.children.push(...children); },
     insertRow() { const row = { cells: [], insertCell() { const c = { textContent: "", className: "" }; this.cells.push(c); return c; } };
                   this.rows.push(row); return row; } };
   return e;
@@ -19,12 +19,17 @@ globalThis.fetch = (url, opts) => realFetch(new URL(url, base), opts);
 globalThis.setInterval = () => 0;
 const script = require("fs").readFileSync(process.argv[3], "utf8");
 eval(script.replace("refresh(); setInterval(refresh, 1000);", ""));
-// argv[4], when given, is typed into the answer box and sent, as a player's phone would
+// argv[4], when given, is what a player's phone does: "type:TEXT" (typed into the answer box and sent) or
+// "click:ID:N" (the Nth child of element ID clicked)
 async function play() {
   await refresh();
-  if (process.argv[4] !== undefined) {
-    document.getElementById("reply").value = process.argv[4];
+  const action = process.argv[4];
+  if (action && action.startsWith("type:")) {
+    document.getElementById("reply").value = action.slice(5);
     await document.getElementById("answer").onsubmit({ preventDefault() {} });
+  } else if (action && action.startsWith("click:")) {
+    const [, id, n] = action.split(":");
+    await document.getElementById(id).children[Number(n)].onclick();
   }
 }
 play().then(() => {

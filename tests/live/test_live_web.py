@@ -325,9 +325,33 @@ def test_the_pages_script_sends_an_answer_typed_on_it(answering, tmp_path, typed
     script = tmp_path / "page.js"
     script.write_text(web.PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
     run = subprocess.run(["node", str(Path(__file__).with_name("page_dom.js")), f"http://127.0.0.1:{answering.port}/",
-                          str(script), typed], capture_output=True, text=True, timeout=60)
+                          str(script), "type:" + typed], capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     shown = json.loads(run.stdout)
     assert shown["asked"]["text"] == "Waiting for an answer: pay M100? [yes]"
     assert not shown["answer"]["hidden"] and not shown["review"]["hidden"]
     assert answering.take_answer("r2:jail:red:1") == taken and shown["why"]["text"] == why
+
+
+@pytest.mark.skipif(shutil.which("node") is None, reason="the page's script is run with Node, not installed here")
+def test_a_close_call_is_settled_with_one_tap_at_the_review(answering, board, demo, tmp_path):
+    display = Display(board, quiet=True, page=answering)
+    space = board.space("boardwalk")
+    xy = [float(v) for v in np.mean(np.asarray(space.polygon), axis=0)]
+    tokens = [{"id": 2, "side": "red", "xy_mm": xy, "space": "boardwalk", "state": "board", "ambiguous": True,
+               "doubts": ["close call: or Park Place, margin 1.2 mm"], "rival": "park_place"},
+              {"id": 3, "side": "blue", "xy_mm": xy, "space": "boardwalk", "state": "board", "ambiguous": True,
+               "doubts": ["close call: or no space, margin 0.4 mm"], "rival": "no_space"}]
+    snapshot = {"round": 1, "rounds": 2, "phase": "slide", "order": ["red", "blue"], "expected": None,
+                "slid": {}, "cash": {"red": 0, "blue": 0}, "pot": 500, "tokens": tokens}
+    display.frame(demo.frames[0], demo.calibration, snapshot)
+    display.asked(Question("r1:review:-:1", "Enter to score this round, or fix a token", "ok"))
+    script = tmp_path / "page.js"
+    script.write_text(web.PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
+    run = subprocess.run(["node", str(Path(__file__).with_name("page_dom.js")), f"http://127.0.0.1:{answering.port}/",
+                          str(script), "click:quick:0"], capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    shown = json.loads(run.stdout)
+    # one button, for the close call the review can settle (it cannot put a token on no space)
+    assert shown["quick"]["items"] == ["3 red: not Boardwalk, Park Place", ""]
+    assert answering.take_answer("r1:review:-:1") == "3 park_place"
