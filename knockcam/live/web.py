@@ -6,10 +6,11 @@ Python's own HTTP server runs in a thread beside the frame loop; the loop only h
 numbers and the overlay as JPEG, at most ``page.frames_per_s`` a second (data/live.yaml), so serving
 costs the game little. The page asks ``/state.json`` every second and shows ``/frame.jpg`` with the tokens
 numbered on it and listed under it in the page's own letters, which a phone can read (drawn into the picture,
-they would shrink with it). Answers are typed at the keyboard; with ``answers=True`` (``--answer-on-page``) the
-page may answer the waiting question too, and ask for a review before the round is scored (as a line typed at
-the keyboard does): whichever answers first is the answer, checked as the keyboard's is, and logged with
-where it came from.
+they would shrink with it), and the frame the last round was scored on (``/scored.jpg``), marked the same way.
+Answers are typed at the keyboard; with ``answers=True`` (``--answer-on-page``) the page may answer the
+waiting question too (at the round-end review, a close call in one tap), and ask for a review before the round
+is scored (as a line typed at the keyboard does): whichever answers first is the answer, checked as the
+keyboard's is, and logged with where it came from.
 """
 
 from __future__ import annotations
