@@ -129,9 +129,10 @@ def happened_table(told: list, number: int, folder: Path):
     one = folders.pop() if len(folders) == 1 else None  # then named once, under the table
     table = Table(title=f"Round {number}, as it happened" if number else "Before round 1", title_justify="left",
                   caption=f"frames in {folder / one}" if one else None, caption_justify="left")
+    table.add_column("time", no_wrap=True)
     table.add_column("what happened")
     table.add_column("frame", no_wrap=True)
     for h in told:
         frame = "-" if not h.evidence else Path(h.evidence).name if one else str(folder / h.evidence)
-        table.add_row(h.text, frame)
+        table.add_row(h.time, h.text, frame)
     return table

@@ -4,6 +4,7 @@ settled by looking at the right picture."""
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 from knockcam.board.layout import Board
@@ -14,16 +15,18 @@ ANSWERED_ON = {"page": " (answered on the game's page)", "timeout": " (no answer
 
 @dataclass(frozen=True)
 class Happening:
-    """One thing that happened: in which round (0: before the first), the log line, what, and the saved frame
-    that shows it (relative to the log's folder; None when no frame was saved yet)."""
+    """One thing that happened: in which round (0: before the first), the log line, when (local clock time the
+    log wrote it, HH:MM:SS), what, and the saved frame that shows it (relative to the log's folder; None when no
+    frame was saved yet)."""
 
     round: int
     seq: int
+    time: str
     text: str
     evidence: str | None
 
     def to_dict(self) -> dict:
-        return {"round": self.round, "seq": self.seq, "text": self.text, "evidence": self.evidence}
+        return {"round": self.round, "seq": self.seq, "time": self.time, "text": self.text, "evidence": self.evidence}
 
 
 def story(entries: list[dict], board: Board) -> list[Happening]:
@@ -43,11 +46,20 @@ def story(entries: list[dict], board: Board) -> list[Happening]:
                 asked[str(e["key"])] = str(e.get("text", e["key"]))
             text = _words(e, names, asked)
             if text is not None:
-                out.append(Happening(int(e.get("round", number)), int(e.get("seq", line)), text, _frame(e, frame)))
+                out.append(Happening(int(e.get("round", number)), int(e.get("seq", line)), _clock(e), text,
+                                     _frame(e, frame)))
         except (KeyError, TypeError, ValueError, AttributeError):  # a damaged line: said, not skipped
-            out.append(Happening(number, line, f"line {line} of the log ({kind!r}) is damaged: it cannot be read",
-                                 frame))
+            out.append(Happening(number, line, _clock(e), f"line {line} of the log ({kind!r}) is damaged: it cannot "
+                                 "be read", frame))
     return out
+
+
+def _clock(e: dict) -> str:
+    """The entry's time on this computer's clock, HH:MM:SS (the log keeps UTC); "" when the line has none."""
+    try:
+        return dt.datetime.fromisoformat(e["t"]).astimezone().strftime("%H:%M:%S")
+    except (KeyError, TypeError, ValueError):
+        return ""
 
 
 def _frame(e: dict, last: str | None) -> str | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 
 from knockcam.cli import main
@@ -17,7 +18,8 @@ def test_each_event_is_told_in_words_and_shown_by_the_frame_the_game_acted_on(bo
         {"seq": 2, "kind": "observation", "evidence": "g.d/frame-000009.jpg"},
         {"seq": 3, "kind": "round_start", "round": 1},
         {"seq": 4, "kind": "observation", "evidence": "g.d/frame-000033.jpg"},
-        {"seq": 5, "kind": "slide", "round": 1, "side": "red", "space": "go_to_jail", "state": "board", "frame": 33},
+        {"seq": 5, "kind": "slide", "round": 1, "side": "red", "space": "go_to_jail", "state": "board", "frame": 33,
+         "t": "2026-12-05T21:03:07.125+00:00"},
         {"seq": 6, "kind": "question", "key": "r1:jail:red:1", "text": "pay M100?", "default": "no"},
         {"seq": 7, "kind": "answer", "key": "r1:jail:red:1", "answer": "yes", "on": "page"},
         {"seq": 8, "kind": "jail", "round": 1, "side": "red", "paid": True},
@@ -52,6 +54,8 @@ def test_each_event_is_told_in_words_and_shown_by_the_frame_the_game_acted_on(bo
         (2, "blue slid: off the board (out of turn, or an earlier slide was not seen)", "g.d/frame-000052.jpg"),
     ]
     assert [h.seq for h in told] == [1, 5, 7, 8, 10, 11, 12, 13, 14, 15, 18]
+    local = dt.datetime(2026, 12, 5, 21, 3, 7, tzinfo=dt.timezone.utc).astimezone().strftime("%H:%M:%S")
+    assert told[1].time == local and told[0].time == ""  # the log's time, on this computer's clock
 
 
 def test_replay_tells_each_round_as_it_happened_with_its_frames(demo_files, tmp_path, capsys):
