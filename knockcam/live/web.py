@@ -291,6 +291,8 @@ async function refresh() {
     asking = q ? q.key : null;
     const reply = document.getElementById("reply"); reply.value = ""; reply.placeholder = q && q.default || "";
     document.getElementById("why").textContent = "";
+    document.title = q ? "? knockcam live" : "knockcam live";  // a question waits: seen in a tab's title too
+    if (q && s.answers && typeof navigator !== "undefined" && navigator.vibrate) navigator.vibrate(200);
   }
   const quick = document.getElementById("quick"); quick.replaceChildren();
   if (s.answers && q && q.key.includes(":review:")) {  // a close call settled with one tap

@@ -34,6 +34,7 @@ async function play() {
 }
 play().then(() => {
   const out = {};
+  out.document_title = document.title;
   for (const [id, e] of Object.entries(elements)) {
     out[id] = { text: e.textContent, hidden: e.hidden, src: e.src,
       rows: e.rows.map(r => r.cells.map(c => [c.textContent, c.className])), items: e.children.map(c => c.textContent),

@@ -329,6 +329,7 @@ def test_the_pages_script_sends_an_answer_typed_on_it(answering, tmp_path, typed
     assert run.returncode == 0, run.stderr
     shown = json.loads(run.stdout)
     assert shown["asked"]["text"] == "Waiting for an answer: pay M100? [yes]"
+    assert shown["document_title"] == "? knockcam live"
     assert not shown["answer"]["hidden"] and not shown["review"]["hidden"]
     assert answering.take_answer("r2:jail:red:1") == taken and shown["why"]["text"] == why
 
