@@ -61,6 +61,36 @@ class Display:
         """The question now waiting (a knockcam.live.prompts.Question; None once answered): the page shows it."""
         if self.page is not None:
             self.page.show_question(question)
+            if question is None:
+                self.page.show_close_ups({})
+
+    def close_ups(self, image: np.ndarray, calibration, positions, snapshot: dict) -> None:
+        """For the round-end review on the page: a top-down close-up of each token left to a human, as
+        ``knockcam score``'s evidence draws it (its base, the spaces around, a close call's margin), from the
+        still frame and the calls made on it (``positions``, knockcam.assign)."""
+        if self.page is None or calibration is None:
+            return
+        from types import SimpleNamespace
+
+        import cv2
+
+        from knockcam.report.evidence import close_up
+
+        scored = SimpleNamespace(image=image, calibration=calibration, board=self.board, positions=list(positions))
+        pictures = {}
+        for t in snapshot["tokens"]:
+            if t["state"] != "board" or not t.get("ambiguous"):
+                continue
+            # the call on this very frame: the position at the token's place, in its colour (the tracker keeps
+            # the base centre it last saw, to 0.1 mm)
+            near = [i for i, p in enumerate(positions) if p.side == t["colour"]
+                    and np.hypot(*(np.asarray(p.token.xy_mm) - np.asarray(t["xy_mm"]))) < 0.2]
+            if near:
+                picture = close_up(scored, near[0], number=t["id"] + 1)  # labelled as the review numbers it
+                ok, jpeg = cv2.imencode(".jpg", picture, [cv2.IMWRITE_JPEG_QUALITY, 90])
+                if ok:
+                    pictures[t["id"] + 1] = jpeg.tobytes()
+        self.page.show_close_ups(pictures)
 
     def scoreboard(self, snapshot: dict, provisional=None) -> Table:
         table = Table(title=f"Round {snapshot['round']} of {snapshot['rounds']} - {snapshot['phase']}"

@@ -144,6 +144,7 @@ class LiveGame:
         # each scored round: the tracked tokens as scored and the calibration then (knockcam replay --pictures)
         self.scored: dict[int, dict] = {}
         self._still_image: np.ndarray | None = None  # the still frame being observed (live only)
+        self._still_positions: tuple = ()
         self._cal_path: Path | None = None  # the last calibration and empty-board frame the log names
         self._ref_path: Path | None = None
         self.calibration: Calibration | None = None
@@ -209,6 +210,9 @@ class LiveGame:
             self.log.append("question", key=question.key, text=question.text, default=question.default)
         if self.display is not None:
             self.display.asked(question)
+            if ":review:" in question.key and self._still_image is not None:
+                self.display.close_ups(self._still_image, self.calibration, self._still_positions,
+                                       self.tracker.snapshot())
 
     def _log_answer(self, question, answer: str) -> None:
         if self.display is not None:
@@ -417,7 +421,8 @@ class LiveGame:
         if crash_after is not None and loop.stats.observations >= crash_after:
             os._exit(137)  # a simulated kill: nothing after the fsynced log line survives
         self._round_started = False
-        self._still_image = frame.image  # what a round scored on this observation is shown with
+        self._still_image = frame.image  # what a round scored on this observation is shown with ...
+        self._still_positions = still.positions  # ... and the calls made on it (the review's close-ups)
         self.tracker.observe(obs)
         loop.gate.detected()
         loop.provisional = self.tracker.provisional()

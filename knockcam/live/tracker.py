@@ -67,6 +67,7 @@ class Still:
 
     seen: tuple[Seen, ...]
     covered: tuple[HiddenArea, ...] = ()
+    positions: tuple = ()  # the knockcam.assign Positions ``seen`` was made from, in its order (close-ups; not logged)
 
 
 @dataclass(frozen=True)

@@ -38,4 +38,5 @@ class StillDetector:
         # One the second look confirmed (source verified, knockcam.detect.verify) is kept
         kept = [t for t in tokens if not (t.unsure and t.source in ("model", "model_only"))
                 and (self.reference is None or t.source not in ("model_only", "verifier_only"))]
-        return Still(seen_from_positions(assign(kept, self.board)), covered=tuple(found.hidden))
+        positions = tuple(assign(kept, self.board))
+        return Still(seen_from_positions(positions), covered=tuple(found.hidden), positions=positions)

@@ -34,9 +34,10 @@ class GamePage:
         self._lock = threading.Lock()
         self._jpeg: bytes | None = None
         self._scored_jpeg: bytes | None = None  # the frame the last round was scored on
+        self._close_ups: dict[int, bytes] = {}  # token number -> its close-up, while the review waits
         self._state: dict = {"frame": 0, "marks": [], "note": "", "messages": [], "question": None,
                              "if_it_ended_now": None, "last_round": None, "scored": None, "standings": None,
-                             "answers": answers}
+                             "answers": answers, "close_ups": []}
         self._question: Question | None = None  # the question waiting, while the page may answer it
         self._given: tuple[str, str] | None = None  # (question key, answer in normal form) given on the page
         self._review = False  # the page asked for a review before the round is scored
@@ -96,6 +97,12 @@ class GamePage:
         with self._lock:
             self._scored_jpeg = jpeg
             self._state["scored"] = {"round": number, "marks": [dict(m) for m in marks]}
+
+    def show_close_ups(self, pictures: dict[int, bytes]) -> None:
+        """Close-ups of the tokens the review asks a human about, by token number (JPEG); {}: none."""
+        with self._lock:
+            self._close_ups = dict(pictures)
+            self._state["close_ups"] = sorted(pictures)
 
     def show_provisional(self, provisional) -> None:
         """What the round pays if it ended now (a RoundResult; None: not in a round)."""
@@ -207,6 +214,14 @@ class GamePage:
             body, kind = PAGE.encode("utf-8"), "text/html; charset=utf-8"
         elif path == "/state.json":
             body, kind = json.dumps(self.state()).encode("utf-8"), "application/json"
+        elif path.startswith("/closeup/") and path.endswith(".jpg"):
+            number = path[len("/closeup/"):-len(".jpg")]
+            with self._lock:
+                jpeg = self._close_ups.get(int(number)) if number.isdigit() else None
+            if jpeg is None:
+                request.send_error(404, "no such close-up")
+                return
+            body, kind = jpeg, "image/jpeg"
         elif path in ("/frame.jpg", "/scored.jpg"):
             with self._lock:
                 jpeg = self._jpeg if path == "/frame.jpg" else self._scored_jpeg
@@ -242,7 +257,9 @@ table { border-collapse: collapse; width: 100%; font-size: 1.3em; }
 td, th { padding: 4px 8px; text-align: right; } td:first-child, th:first-child { text-align: left; }
 .red { color: #f55; } .yellow { color: #fd3; } .green { color: #5d5; } .blue { color: #6af; }
 #question { background: #a60; padding: 8px; border-radius: 6px; font-size: 1.2em; }
-#answer, #quick button { margin-top: 6px; } #answer input { font-size: 1em; width: 10em; } #why { color: #fdd; }
+#answer, #quick button { margin-top: 6px; }
+#answer input { font-size: 1em; width: 10em; } #why { color: #fdd; }
+#closeups figure { display: inline-block; margin: 6px 6px 0 0; } #closeups img { width: 180px; border-radius: 4px; }
 button { font-size: 1em; }
 #messages { color: #bbb; font-size: 0.95em; padding-left: 1.2em; }
 h1 { font-size: 1.3em; margin: 0 0 8px 0; }
@@ -254,7 +271,7 @@ h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 <h1 id="title">knockcam live</h1>
 <div id="question" hidden><span id="asked"></span>
 <form id="answer" hidden><input id="reply" autocomplete="off"> <button>Answer</button> <span id="why"></span></form>
-<div id="quick"></div></div>
+<div id="quick"></div><div id="closeups"></div></div>
 <table><thead><tr><th>side</th><th>slid</th><th>cash</th><th>if the round ended now</th></tr></thead>
 <tbody id="sides"></tbody></table>
 <p id="pot"></p><p id="last"></p>
@@ -265,7 +282,7 @@ h1 { font-size: 1.3em; margin: 0 0 8px 0; }
 <ul id="messages"></ul>
 </section></main>
 <script>
-let shown = -1, asking = null, scoredShown = null;
+let shown = -1, asking = null, scoredShown = null, closeupsShown = null;
 function showTokens(marks, onPicture, list) {  // numbered on the picture, listed under it
   onPicture.replaceChildren(); list.replaceChildren();
   for (const m of marks) {
@@ -293,6 +310,17 @@ async function refresh() {
     document.getElementById("why").textContent = "";
     document.title = q ? "? knockcam live" : "knockcam live";  // a question waits: seen in a tab's title too
     if (q && s.answers && typeof navigator !== "undefined" && navigator.vibrate) navigator.vibrate(200);
+  }
+  const ups = q ? s.close_ups : [];
+  if (`${asking}|${ups}` !== closeupsShown) {  // the tokens the review asks about, magnified from above
+    closeupsShown = `${asking}|${ups}`;
+    const closeups = document.getElementById("closeups"); closeups.replaceChildren();
+    for (const n of ups) {
+      const figure = document.createElement("figure"), img = document.createElement("img");
+      img.src = `closeup/${n}.jpg?q=${encodeURIComponent(q.key)}`; img.alt = `token ${n}, from above`;
+      const caption = document.createElement("figcaption"); caption.textContent = `token ${n}`;
+      figure.append(img, caption); closeups.append(figure);
+    }
   }
   const quick = document.getElementById("quick"); quick.replaceChildren();
   if (s.answers && q && q.key.includes(":review:")) {  // a close call settled with one tap

@@ -314,14 +314,16 @@ def topdown_panel(scored, height: int) -> np.ndarray:
     return image
 
 
-def close_up(scored, index: int, size: int = TILE, half_mm: float = TILE_HALF_MM) -> np.ndarray:
-    """A top-down close-up of one token: its base, the spaces around it, and (a close call) the margin."""
+def close_up(scored, index: int, size: int = TILE, half_mm: float = TILE_HALF_MM, number: int | None = None
+             ) -> np.ndarray:
+    """A top-down close-up of one token: its base, the spaces around it, and (a close call) the margin; labelled
+    with ``number`` (default: its place in the score table, ``index + 1``)."""
     p = scored.positions[index]
     ppm = size / (2 * half_mm)
     image, to_px = d.rectify_window(scored.image, scored.calibration, p.token.xy_mm, half_mm, ppm)
     draw_layout(image, scored.board, to_px, thickness=1)
     draw_calls(image, scored, to_px, ppm, label_scale=0.45, only={index}, numbers=False, fills=False)
-    d.label(image, f"#{index + 1} {p.side}", (6, 12), 0.5, color=d.side_ink(p.side), bg=d.side_bgr(p.side),
+    d.label(image, f"#{number or index + 1} {p.side}", (6, 12), 0.5, color=d.side_ink(p.side), bg=d.side_bgr(p.side),
             border=(0, 0, 0))
     cv2.rectangle(image, (0, 0), (size - 1, size - 1), d.CLOSE if p.ambiguous else (80, 80, 80), 2)
     return image

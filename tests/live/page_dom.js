@@ -38,7 +38,8 @@ play().then(() => {
   for (const [id, e] of Object.entries(elements)) {
     out[id] = { text: e.textContent, hidden: e.hidden, src: e.src,
       rows: e.rows.map(r => r.cells.map(c => [c.textContent, c.className])), items: e.children.map(c => c.textContent),
-      spans: e.children.map(c => [c.textContent, c.className, c.style.left, c.style.top]) };
+      spans: e.children.map(c => [c.textContent, c.className, c.style.left, c.style.top]),
+      nested: e.children.map(c => (c.children || []).map(g => g.src || g.textContent)) };
   }
   console.log(JSON.stringify(out));
 });

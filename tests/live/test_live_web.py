@@ -292,7 +292,7 @@ def test_a_whole_game_answered_on_the_page(demo_files, board, tmp_path, capsys, 
     try:
         assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order",
                      "red,blue", "--tokens", "2", "--log", str(tmp_path / "g.jsonl"), "--quiet", "--json",
-                     "--no-model", "--serve", "0", "--answer-on-page"]) == 0
+                     "--no-model", "--serve", "0", "--answer-on-page", "--review", "always"]) == 0
     finally:
         done.set()
         thread.join()
@@ -304,6 +304,7 @@ def test_a_whole_game_answered_on_the_page(demo_files, board, tmp_path, capsys, 
     logged = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
     assert [e["key"] for e in logged if e["kind"] == "answer"] == answered and set(DEMO_ANSWERS) <= set(answered)
     assert {e["on"] for e in logged if e["kind"] == "answer"} == {"page"}  # the log says where each came from
+    assert {"r1:review:-:1", "r2:review:-:1"} <= set(answered)  # the round-end reviews, answered there too
 
 
 def test_answer_on_page_needs_a_page_and_no_answers_file(demo_files, tmp_path, capsys):
@@ -347,6 +348,7 @@ def test_a_close_call_is_settled_with_one_tap_at_the_review(answering, board, de
                 "slid": {}, "cash": {"red": 0, "blue": 0}, "pot": 500, "tokens": tokens}
     display.frame(demo.frames[0], demo.calibration, snapshot)
     display.asked(Question("r1:review:-:1", "Enter to score this round, or fix a token", "ok"))
+    answering.show_close_ups({3: b"jpeg"})
     script = tmp_path / "page.js"
     script.write_text(web.PAGE.split("<script>")[1].split("</script>")[0], encoding="utf-8")
     run = subprocess.run(["node", str(Path(__file__).with_name("page_dom.js")), f"http://127.0.0.1:{answering.port}/",
@@ -356,3 +358,33 @@ def test_a_close_call_is_settled_with_one_tap_at_the_review(answering, board, de
     # one button, for the close call the review can settle (it cannot put a token on no space)
     assert shown["quick"]["items"] == ["3 red: not Boardwalk, Park Place", ""]
     assert answering.take_answer("r1:review:-:1") == "3 park_place"
+    assert shown["closeups"]["nested"] == [["closeup/3.jpg?q=r1%3Areview%3A-%3A1", "token 3"]]
+
+
+def test_the_review_shows_each_token_in_doubt_magnified_from_above(page, board, demo):
+    import cv2
+
+    from knockcam.assign import CLOSE_CALL, assign
+    from knockcam.detect.tokens import Token
+    from knockcam.report.evidence import TILE
+
+    display = Display(board, quiet=True, page=page)
+    near_line = Token("red", (172.0, 350.0), 0.9, sigma_mm=8.0)  # a close call
+    inside = Token("blue", [float(v) for v in np.mean(np.asarray(board.space("boardwalk").polygon), axis=0)], 0.9,
+                   sigma_mm=1.0)
+    positions = tuple(assign([near_line, inside], board))
+    assert CLOSE_CALL in positions[0].flags and not positions[1].ambiguous
+    tokens = [{"id": 4, "side": "red", "colour": "red", "xy_mm": [172.0, 350.0], "state": "board", "ambiguous": True},
+              {"id": 5, "side": "blue", "colour": "blue", "xy_mm": list(inside.xy_mm), "state": "board",
+               "ambiguous": False}]
+    display.asked(Question("r1:review:-:1", "Enter to score this round, or fix a token", "ok"))
+    display.close_ups(demo.frames[0], demo.calibration, positions, {"tokens": tokens})
+    assert page.state()["close_ups"] == [5]  # token 5 (the review's number) alone is in doubt
+    picture = cv2.imdecode(np.frombuffer(_get(page, "/closeup/5.jpg")[2], np.uint8), cv2.IMREAD_COLOR)
+    assert picture.shape == (TILE, TILE, 3)
+    for missing in ("/closeup/6.jpg", "/closeup/x.jpg"):
+        with pytest.raises(urllib.error.HTTPError) as none:
+            _get(page, missing)
+        assert none.value.code == 404
+    display.asked(None)  # answered: the close-ups go with the question
+    assert page.state()["close_ups"] == []

@@ -91,6 +91,10 @@ def test_close_calls_are_magenta_with_both_candidates():
     clear = _scored([Token("red", _centre(BOARD.properties[0].id), 0.9, 1.0)])
     assert not np.all(close_up(clear, 0) == d.CLOSE, axis=2).any()
     assert np.all(close_up(scored, 0) == d.CLOSE, axis=2).any()
+    # another number (the live review's) changes the label in the corner alone
+    changed = np.any(close_up(scored, 0, number=7) != close_up(scored, 0), axis=2)
+    ys, xs = np.nonzero(changed)
+    assert changed.any() and ys.max() < 30 and xs.max() < 80
 
 
 def test_text_lines_match_the_positions_and_the_round():
