@@ -197,7 +197,8 @@ def oracle_detector(composed: Composed, board: Board):
     def detect(frame):
         truth = composed.truth[frame.index]
         tokens = [Token(side=side, xy_mm=xy, confidence=0.99, sigma_mm=0.5) for side, xy in truth.values()]
-        return Still(seen_from_positions(assign(tokens, board)))
+        positions = tuple(assign(tokens, board))
+        return Still(seen_from_positions(positions), positions=positions)
 
     return detect
 
