@@ -5,6 +5,8 @@ from __future__ import annotations
 import datetime as dt
 import json
 
+import pytest
+
 from knockcam.cli import main
 from knockcam.live.compose import DEMO_ANSWERS
 from knockcam.live.log import read_log
@@ -58,12 +60,19 @@ def test_each_event_is_told_in_words_and_shown_by_the_frame_the_game_acted_on(bo
     assert told[1].time == local and told[0].time == ""  # the log's time, on this computer's clock
 
 
-def test_replay_tells_each_round_as_it_happened_with_its_frames(demo_files, tmp_path, capsys):
+@pytest.fixture
+def played(demo_files, tmp_path, capsys):
+    """The demo game played through ``knockcam live`` with its answers: the game log's path."""
     f = demo_files
     log = tmp_path / "g.jsonl"
     assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
                  "--tokens", "2", "--log", str(log), "--answers", str(f["answers"]), "--quiet", "--no-model"]) == 0
     capsys.readouterr()
+    return log
+
+
+def test_replay_tells_each_round_as_it_happened_with_its_frames(played, tmp_path, capsys):
+    log = played
     assert main(["replay", str(log), "--json"]) == 0
     told = json.loads(capsys.readouterr().out)["story"]
     answers = [h for h in told if h["text"].startswith("asked: ")]
@@ -78,14 +87,10 @@ def test_replay_tells_each_round_as_it_happened_with_its_frames(demo_files, tmp_
     assert "frames in " in shown and f"{told[0]['evidence'].split('/')[-1]} " in shown  # the folder once
 
 
-def test_replay_draws_each_round_as_it_was_scored(demo_files, tmp_path, capsys):
+def test_replay_draws_each_round_as_it_was_scored(played, tmp_path, capsys):
     import cv2
 
-    f = demo_files
-    log = tmp_path / "g.jsonl"
-    assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
-                 "--tokens", "2", "--log", str(log), "--answers", str(f["answers"]), "--quiet", "--no-model"]) == 0
-    capsys.readouterr()
+    log = played
     assert main(["replay", str(log), "--json", "--pictures", str(tmp_path / "pictures")]) == 0
     replayed = json.loads(capsys.readouterr().out)
     assert replayed["pictures"] == {str(n): str(tmp_path / "pictures" / f"round-{n}.jpg") for n in (1, 2)}
