@@ -127,7 +127,8 @@ class Tracked:
         rest on and the margin), then the tracker's flags (a vanished token is out: nothing to look at)."""
         doubt = self.doubt or "in doubt"
         if doubt == "close call" and self.rival:
-            other = {"no_space": "no space", "off_board": "off the board"}.get(self.rival, names.get(self.rival))
+            other = {"no_space": "no space", "off_board": "off the board"}.get(self.rival,
+                                                                                names.get(self.rival, self.rival))
             doubt = f"close call: or {other}, margin {self.margin_mm:.1f} mm"
         return ([doubt] if self.ambiguous else []) + [f for f in self.flags if f != "vanished"]
 
