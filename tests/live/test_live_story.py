@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import shutil
 
 import pytest
 
@@ -60,15 +61,23 @@ def test_each_event_is_told_in_words_and_shown_by_the_frame_the_game_acted_on(bo
     assert told[1].time == local and told[0].time == ""  # the log's time, on this computer's clock
 
 
-@pytest.fixture
-def played(demo_files, tmp_path, capsys):
-    """The demo game played through ``knockcam live`` with its answers: the game log's path."""
+@pytest.fixture(scope="module")
+def played_once(demo_files, tmp_path_factory):
+    """The demo game played through ``knockcam live`` with its answers, once for these tests: its folder."""
     f = demo_files
-    log = tmp_path / "g.jsonl"
+    folder = tmp_path_factory.mktemp("played")
     assert main(["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
-                 "--tokens", "2", "--log", str(log), "--answers", str(f["answers"]), "--quiet", "--no-model"]) == 0
+                 "--tokens", "2", "--log", str(folder / "g.jsonl"), "--answers", str(f["answers"]), "--quiet",
+                 "--no-model"]) == 0
+    return folder
+
+
+@pytest.fixture
+def played(played_once, tmp_path, capsys):
+    """A copy of that game's log and frames in this test's folder (a test may damage it): the log's path."""
+    shutil.copytree(played_once, tmp_path, dirs_exist_ok=True)
     capsys.readouterr()
-    return log
+    return tmp_path / "g.jsonl"
 
 
 def test_replay_tells_each_round_as_it_happened_with_its_frames(played, tmp_path, capsys):
