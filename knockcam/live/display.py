@@ -13,6 +13,7 @@ from rich.table import Table
 
 from knockcam.board.layout import Board
 from knockcam.errors import KnockcamError
+from knockcam.report.evidence import space_name
 
 SIDE_BGR = {"red": (40, 40, 220), "yellow": (30, 210, 250), "green": (60, 170, 40), "blue": (210, 110, 30)}
 SIDE_RICH = {"red": "red", "yellow": "yellow", "green": "green", "blue": "blue"}
@@ -157,8 +158,7 @@ class Display:
             x, y = (float(v) for v in calibration.mm_to_px([t["xy_mm"]])[0])
             other = t.get("rival")  # (the review cannot put a token on no space)
             rival = None if other in (None, "no_space") else \
-                {"name": "off the board", "answer": "off"} if other == "off_board" else \
-                {"name": names.get(other, other), "answer": other}
+                {"name": space_name(self.board, other), "answer": "off" if other == "off_board" else other}
             marks.append({"number": t["id"] + 1, "side": t["side"], "x": x, "y": y,
                           "space": names.get(t["space"], "no space"), "doubts": list(t.get("doubts", [])),
                           "rival": rival})

@@ -23,6 +23,7 @@ from knockcam.board.layout import Board
 from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
 from knockcam.live.prompts import Question, yes_no
+from knockcam.report.evidence import space_name
 from knockcam.rules import Game, RoundResult, score_round
 from knockcam.rules import choices
 
@@ -122,21 +123,19 @@ class Tracked:
     flags: list[str] = field(default_factory=list)
     parked: bool = False  # in jail or due a re-slide, but not yet taken off the board
 
-    def doubts(self, names: dict[str, str]) -> list[str]:
+    def doubts(self, board: Board) -> list[str]:
         """Why a human should look at it, in words: the camera's doubt (a close call with the other space it may
         rest on and the margin), then the tracker's flags (a vanished token is out: nothing to look at)."""
         doubt = self.doubt or "in doubt"
         if doubt == "close call" and self.rival:
-            other = {"no_space": "no space", "off_board": "off the board"}.get(self.rival,
-                                                                                names.get(self.rival, self.rival))
-            doubt = f"close call: or {other}, margin {self.margin_mm:.1f} mm"
+            doubt = f"close call: or {space_name(board, self.rival)}, margin {self.margin_mm:.1f} mm"
         return ([doubt] if self.ambiguous else []) + [f for f in self.flags if f != "vanished"]
 
-    def to_dict(self, names: dict[str, str]) -> dict:
+    def to_dict(self, board: Board) -> dict:
         return {"id": self.id, "side": self.side, "colour": self.colour,
                 "xy_mm": [round(float(v), 1) for v in self.xy_mm], "space": self.space, "state": self.state,
                 "ambiguous": self.ambiguous, "doubt": self.doubt, "flags": list(self.flags),
-                "doubts": self.doubts(names),
+                "doubts": self.doubts(board),
                 "rival": self.rival if self.ambiguous and self.doubt == "close call" else None}
 
 
@@ -232,7 +231,7 @@ class Tracker:
     def snapshot(self) -> dict:
         return {"round": self.round, "rounds": self.game.rounds_total, "phase": self.phase,
                 "order": list(self.order), "expected": self.expected(), "slid": dict(self.slid),
-                "tokens": [t.to_dict(self.names) for t in self.tokens], "cash": dict(self.game.cash),
+                "tokens": [t.to_dict(self.board) for t in self.tokens], "cash": dict(self.game.cash),
                 "pot": self.game.pot}
 
     def request_review(self) -> None:
@@ -653,13 +652,13 @@ class Tracker:
         for t in self.tokens:
             where = {BOARD: (self.names.get(t.space, t.space) if t.on_space else "no space"), OUT: "off the board",
                      JAIL: "in jail", HAND: "not slid again"}[t.state]
-            doubts = t.doubts(self.names)
+            doubts = t.doubts(self.board)
             lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({'; '.join(doubts)})" if doubts else ""))
         return lines
 
     def _review(self) -> None:
         """Round-end review: the positions, and a chance to override one (a dispute); logged with evidence."""
-        doubtful = any(t.state == BOARD and t.doubts(self.names) for t in self.tokens)
+        doubtful = any(t.state == BOARD and t.doubts(self.board) for t in self.tokens)
         requested, self.review_requested = self.review_requested, False
         if not requested and (self.review == "never" or (self.review == "ambiguous" and not doubtful)):
             return
