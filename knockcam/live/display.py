@@ -150,7 +150,6 @@ class Display:
         call the review can settle, the other answer (``rival``: its name, and the review's word for it)."""
         if calibration is None:
             return []
-        names = {s.id: s.name for s in self.board.spaces}
         marks = []
         for t in snapshot["tokens"]:
             if t["state"] != "board" or not np.all(np.isfinite(t["xy_mm"])):  # placed by hand where none was seen
@@ -160,7 +159,7 @@ class Display:
             rival = None if other in (None, "no_space") else \
                 {"name": space_name(self.board, other), "answer": "off" if other == "off_board" else other}
             marks.append({"number": t["id"] + 1, "side": t["side"], "x": x, "y": y,
-                          "space": names.get(t["space"], "no space"), "doubts": list(t.get("doubts", [])),
+                          "space": space_name(self.board, t["space"]), "doubts": list(t.get("doubts", [])),
                           "rival": rival})
         return marks
 
