@@ -333,6 +333,8 @@ class Scorer:
 
     def score_image(self, image: np.ndarray, name: str = "<image>", clock: float | None = None) -> ScoredPhoto:
         """Score a decoded photo (BGR)."""
+        from knockcam.detect import check_photo_light
+
         timings = {}
         t0 = clock if clock is not None else time.perf_counter()
         if self.reference is not None and self.reference.shape != image.shape:
@@ -340,6 +342,7 @@ class Scorer:
             raise KnockcamError(f"the empty-board frame is {r[1]}x{r[0]} but {name} is {p[1]}x{p[0]}: "
                                 "take both with the same camera")
         t1 = time.perf_counter()
+        check_photo_light(image)
         calibration = self.calibrate(image)
         reference = self.reference
         if reference is not None:

@@ -269,10 +269,25 @@ def lit(image: np.ndarray, calibration: Calibration, board: Board, what: str = "
     light = board_light(image, calibration, board)
     if light >= float(cfg["dim_below"]):
         return image
-    if light < float(cfg["min_light"]):
+    _check_light(light, what)
+    return scaled(image, float(cfg["light_target"]) / light)
+
+
+def check_photo_light(image: np.ndarray, what: str = "the photo") -> None:
+    """Unreadable when even the photo's brightest parts (knockcam.calibrate.auto.photo_light) are darker than
+    ``lit`` lets a board be: its board, darker still, would be refused once found. Checked before the board is
+    looked for: on such a photo (a lens cap, a webcam's first frames: noise at 1-11 of 255, 1280x720) the
+    automatic search took 14-30 s to say "board not found: give --corners". (A board under 4% of the photo
+    could be brighter than its brightest parts: too small to find anyway.)"""
+    from knockcam.calibrate.auto import photo_light
+
+    _check_light(photo_light(image), what)
+
+
+def _check_light(light: float, what: str) -> None:
+    if light < float(settings.load("detect")["photo"]["min_light"]):
         raise Unreadable(f"the board is far too dark in {what} (its brightest parts at {light:.0f} of 255)",
                          "light the board, or let the camera expose longer, and take it again")
-    return scaled(image, float(cfg["light_target"]) / light)
 
 
 def _without_colour(image: np.ndarray) -> bool:

@@ -18,7 +18,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board, load_board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.detect import Unreadable
+from knockcam.detect import Unreadable, check_photo_light
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
 from knockcam.live.frames import Frame, Trouble
@@ -484,6 +484,7 @@ class LiveGame:
         if search.first_t is None:
             search.first_t = frame.t
         try:
+            check_photo_light(frame.image, "the frame")
             cal = calibrate_automatically(frame.image, self.board, max_error_mm=self.max_error_mm)
         except Mirrored as exc:  # the camera mirrors every frame: looking again does not help
             self.log.append("camera", trouble="mirrored", message=str(exc), frame=frame.index)

@@ -11,7 +11,8 @@ import pytest
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam import settings
-from knockcam.detect import _without_colour, balanced, board_light, detect, lit, paper_colour, tokens_in_empty_frame
+from knockcam.detect import (Unreadable, _without_colour, balanced, board_light, check_photo_light, detect, lit,
+                             paper_colour, tokens_in_empty_frame)
 from knockcam.exposure import colour_cast
 from knockcam.errors import KnockcamError
 
@@ -110,3 +111,13 @@ def test_a_board_far_too_dark_is_refused():
     image, cal = _case("touching_and_lines")
     with pytest.raises(KnockcamError, match="far too dark in the photo.*light the board"):
         detect(_dimmed(image, 0.05), cal, load_board())
+
+
+def test_a_photo_whose_brightest_parts_are_under_the_bar_is_refused_before_its_board_is_found():
+    """Its board is darker still, so it would be refused once found; the bar is the board's (photo.min_light)."""
+    bar = int(settings.load("detect")["photo"]["min_light"])
+    with pytest.raises(Unreadable, match=rf"far too dark in the frame \(its brightest parts at {bar - 1} of 255\)"):
+        check_photo_light(np.full((72, 128, 3), bar - 1, np.uint8), "the frame")
+    check_photo_light(np.full((72, 128, 3), bar, np.uint8))
+    image, _ = _case("touching_and_lines")
+    check_photo_light(_dimmed(image, 0.18))  # dim photos are brightened, not refused

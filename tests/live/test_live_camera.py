@@ -231,7 +231,8 @@ def test_no_calibration_looks_for_the_board_again_until_it_is_found(empty_720p, 
     entries = read_log(log)
     refused = [e for e in entries if e["kind"] == "camera"]
     assert [(e["trouble"], e["frame"]) for e in refused] == [("board not found", 0)]
-    assert any(t.startswith("first frame: board not found; looking for the board again") for t in prompter.told)
+    assert any(t.startswith("first frame: the board is far too dark in the frame (its brightest parts at 3 of 255); "
+                            "looking for the board again") for t in prompter.told)
     calibrations = [e for e in entries if e["kind"] == "calibration"]
     assert len(calibrations) == 1 and "frame 60, try 3" in calibrations[0]["note"]
     assert float(corner_errors_mm(live.calibration, truth, board).max()) < 3.0
