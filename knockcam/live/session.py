@@ -64,12 +64,15 @@ class BoardSearch:
     next_t: float = float("-inf")
     refused: str = ""  # why the last try was refused
     offer: float | None = None  # the --max-error that would have accepted it, where one is offered
+    light: str = ""  # what to do when the last frame was far too dark (knockcam.detect.Unreadable)
 
     def gave_up(self, why: str) -> str:
         """The one-line error when the board was never found."""
         accept = "" if self.offer is None else f", or accept the last one with --max-error {self.offer:g}"
+        first = f"{self.light}, or " if self.light else ""
         return (f"no --calibration given and the board was not found automatically ({why}; the last: "
-                f"{self.refused}): give --calibration from 'knockcam calibrate' on a photo from this camera{accept}")
+                f"{self.refused}): {first}give --calibration from 'knockcam calibrate' on a photo from this "
+                f"camera{accept}")
 
 
 @dataclass
@@ -492,6 +495,7 @@ class LiveGame:
         except KnockcamError as exc:
             search.refused = exc.reason  # what went wrong; its advice is for knockcam score
             search.offer = offered_max_error(exc.calibration) if isinstance(exc, Refused) else None
+            search.light = exc.what_to_do if isinstance(exc, Unreadable) else ""
             if search.tries == 1:
                 self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
                 self.tell(f"first frame: {search.refused}; looking for the board again every "

@@ -245,7 +245,9 @@ def test_no_calibration_gives_up_with_what_to_do(empty_720p, tmp_path, monkeypat
     empty, _ = empty_720p
     monkeypatch.setitem(settings.load("live")["calibration"], "give_up_s", 2.0)
     _, _, live = _search_game(tmp_path)
-    with pytest.raises(KnockcamError, match=r"not found automatically \(3 tries over 2 s of frames.*give --calibration"):
+    with pytest.raises(KnockcamError, match=r"not found automatically \(3 tries over 2 s of frames; the last: the "
+                                            r"board is far too dark in the frame .*\): light the board, or let the "
+                                            r"camera expose longer, and take it again, or give --calibration"):
         live.run(list_source(_warming_up(empty, 90), 30.0))
     _, _, live = _search_game(tmp_path / "short")
     with pytest.raises(KnockcamError, match=r"2 tries before the frames ended"):
