@@ -235,6 +235,10 @@ class Scorer:
             # the engine checks the turn order and pot before any photo is looked at
             round_for((), self.board, tuple(options.order), int(options.pot))
         self.reference = load_photo(options.reference, "empty-board frame") if options.reference else None
+        if self.reference is not None:  # refused before any photo is read, not after the board was searched for
+            from knockcam.detect import check_photo_light
+
+            check_photo_light(self.reference, "the empty-board frame")
         self._frame_calibration: Calibration | KnockcamError | None = None  # found once: the frame's, or its refusal
         self._frame_checked: set[bytes] = set()  # the calibrations the empty-board frame was seen empty through
         self._frame_onto: tuple | None = None  # ((_cache_key, photo size), FrameOnto): the last calibration's

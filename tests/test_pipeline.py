@@ -308,6 +308,14 @@ def _shifted(cal, px):
     return cal.moved(np.array([[1.0, 0.0, px], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]))
 
 
+def test_an_empty_board_frame_far_too_dark_is_refused_before_any_photo_is_read(tmp_path):
+    black = tmp_path / "black.png"
+    cv2.imwrite(str(black), np.random.default_rng(0).integers(0, 4, (720, 1280, 3), dtype=np.uint8))
+    with pytest.raises(KnockcamError, match=r"^the board is far too dark in the empty-board frame \(its brightest "
+                                            r"parts at 3 of 255\): light the board"):
+        Scorer(ScoreOptions(reference=black))
+
+
 def test_the_empty_board_frame_is_calibrated_once_and_used_for_every_photo(monkeypatch):
     from knockcam.calibrate.calibration import Calibration
 
