@@ -388,3 +388,56 @@ def test_the_review_shows_each_token_in_doubt_magnified_from_above(page, board, 
         assert none.value.code == 404
     display.asked(None)  # answered: the close-ups go with the question
     assert page.state()["close_ups"] == []
+
+
+def test_a_close_call_in_a_game_is_shown_close_up_at_the_review_and_settled_by_its_button(board, tmp_path,
+                                                                                          monkeypatch):
+    """End to end: red comes to rest on St. James Place by its line with Tennessee Avenue (a close call, margin
+    0.4 mm, read off the frames by the oracle detector); at the round-end review the page shows its close-up, the
+    button's answer (what the page sends) moves it, and the round is scored with red on Tennessee Avenue."""
+    import cv2
+
+    from knockcam.live.compose import Composer, Move, Step, oracle_detector, spot
+    from knockcam.live.frames import list_source
+    from knockcam.live.log import read_log
+    from knockcam.live.prompts import ScriptedPrompter
+    from knockcam.live.session import LiveGame, new_log
+    from knockcam.report.evidence import TILE
+    from knockcam.settings import load
+
+    # the frames come as fast as they are read, not at 30 a second: the page is given every one of them
+    monkeypatch.setitem(load("live")["page"], "frames_per_s", 1e6)
+    page = web.GamePage(0, host="127.0.0.1")
+    composer = Composer(board, seed=5)
+    composer.hold(20)
+    composer.step(Step((Move("red:0", (85.6, 517.5)),)))
+    composer.step(Step((Move("blue:0", spot(board, "marvin_gardens")),)))
+    composed = composer.result()
+    seen = {}
+
+    class Referee(ScriptedPrompter):
+        def ask(self, question):  # at the review: what the page shows, and the button's answer
+            if ":review:" in question.key and "button" not in seen:  # the next review: as fixed, score it
+                state = page.state()
+                seen["close_ups"] = state["close_ups"]
+                seen["pictures"] = [_get(page, f"/closeup/{n}.jpg")[2] for n in state["close_ups"]]
+                mark = next(m for m in state["marks"] if m["rival"])
+                seen["button"] = f"{mark['number']} {mark['rival']['answer']}"
+                return seen["button"]
+            return super().ask(question)
+
+    log = tmp_path / "g.jsonl"
+    new_log(log, order=("red", "blue"), board_path=None, tokens_per_side=1, reslide_off_board="none",
+            review="ambiguous", source={"frames": "memory"}, calibration=composed.calibration, fsync=False).close()
+    live = LiveGame(log, Referee(), display=Display(board, quiet=True, page=page), fsync=False, model=None)
+    try:
+        live.run(list_source(composed.frames + [composed.frames[-1]] * 30, composed.fps),
+                 detector_factory=lambda cal, ref: oracle_detector(composed, board))
+    finally:
+        page.close()
+    assert seen["close_ups"] == [1] and seen["button"] == "1 tennessee_avenue"
+    picture = cv2.imdecode(np.frombuffer(seen["pictures"][0], np.uint8), cv2.IMREAD_COLOR)
+    assert picture.shape == (TILE, TILE, 3)
+    rounds = [e for e in read_log(log) if e["kind"] == "round"]
+    assert len(rounds) == 1 and "tennessee_avenue" in json.dumps(rounds[0]["result"])
+    assert "st_james_place" not in json.dumps(rounds[0]["result"])
