@@ -163,7 +163,7 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
     damaged = _truncated(data, kind)
     image, complaint = None, ""
     if not damaged:
-        with _decoder_messages() as messages:
+        with _decoder_messages() as messages:  # turned as its EXIF orientation says: as photo viewers show it
             image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
         complaint = " ".join(" ".join(messages).split())
         if image is None or _DECODER_COMPLAINTS.search(complaint):

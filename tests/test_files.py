@@ -57,6 +57,24 @@ def test_load_photo_reads_a_good_jpeg_and_png(tmp_path):
     assert np.array_equal(load_photo(png), jpeg)
 
 
+def test_a_phone_photo_taken_upright_is_read_upright(tmp_path):
+    """A phone stores a portrait photo as the sensor saw it (landscape) with an EXIF orientation saying how to turn
+    it; the photo is read as every viewer shows it, so that corners typed from a viewer fit it."""
+    import struct
+
+    s = scene()
+    landscape = load_photo(s.photo)
+    jpeg = cv2.imencode(".jpg", landscape)[1].tobytes()
+    ifd = struct.pack("<H", 1) + struct.pack("<HHIHH", 0x0112, 3, 1, 6, 0) + struct.pack("<I", 0)  # 6: turn 90 cw
+    exif = b"Exif\x00\x00" + b"II*\x00" + struct.pack("<I", 8) + ifd
+    photo = tmp_path / "portrait.jpg"
+    photo.write_bytes(jpeg[:2] + b"\xff\xe1" + struct.pack(">H", len(exif) + 2) + exif + jpeg[2:])
+    upright = load_photo(photo)
+    assert upright.shape == (1280, 720, 3)
+    turned = cv2.rotate(cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), cv2.ROTATE_90_CLOCKWISE)
+    assert np.abs(upright.astype(int) - turned).max() <= 2
+
+
 @pytest.mark.parametrize("case, words", [
     ("missing", "not found"), ("folder", "folder"), ("text", "not an image"), ("truncated_jpeg", "damaged"),
     ("truncated_png", "damaged"), ("zeroed_jpeg", "damaged"), ("tiny", "too small"), ("heic", "export it as JPEG"),
