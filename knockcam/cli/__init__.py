@@ -38,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def add_board_option(parser: argparse.ArgumentParser, **kwargs) -> None:
+    """``--board FILE``, worded the same for every verb that reads the board (``kwargs``: add_argument's)."""
+    parser.add_argument("--board", metavar="FILE", help="board file (YAML; default: the reconstruction shipped with "
+                        "knockcam, see docs/board-file.md)", **kwargs)
+
+
 def invoked_as(verb: str, fallback: str) -> str:
     """The command line that ran ``verb``, for a results file; ``fallback`` when called some other way."""
     import shlex

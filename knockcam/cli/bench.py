@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from knockcam.cli import add_board_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -17,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed-start", type=int, default=0, help="first scene seed (default 0)")
     parser.add_argument("--out", default=None,
                         help="results file (default bench/results.md; with --photos, DIR/knockcam-bench.md)")
-    parser.add_argument("--board", metavar="FILE", default=None, help="board file (default: the shipped board)")
+    add_board_option(parser)
     parser.add_argument("--model", metavar="ONNX", default=None,
                         help="learned detector weights (default: the shipped model, if trained)")
     parser.add_argument("--json", action="store_true", help="also print the tallies as JSON")

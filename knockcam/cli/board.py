@@ -10,10 +10,10 @@ import argparse
 import json
 from pathlib import Path
 
+from knockcam.cli import add_board_option
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo, write_atomic
 
-BOARD_HELP = "board file (YAML; default: the reconstruction shipped with knockcam, see docs/board-file.md)"
 
 
 def register(subparsers) -> None:
@@ -21,7 +21,7 @@ def register(subparsers) -> None:
         "board", help="show, export or draw the board layout; check it against a photo",
         description="Show the board file (spaces, kinds, colour sets, values), print it as JSON, draw it, "
                     "or overlay it on a photo of your board ('knockcam board check').")
-    parser.add_argument("--board", metavar="FILE", help=BOARD_HELP)
+    add_board_option(parser)
     parser.add_argument("--json", action="store_true", help="print the board as JSON (stable keys)")
     parser.add_argument("--png", metavar="OUT.png", help="draw the board top-down into this PNG")
     parser.add_argument("--px-per-mm", type=float, default=2.0, help="scale of --png (default 2)")
@@ -37,7 +37,7 @@ def register(subparsers) -> None:
     placed.add_argument("--calibration", metavar="FILE",
                         help="a calibration file of this camera ('knockcam calibrate' with --corners, --click or the "
                              "marker sheet), instead of --corners")
-    check.add_argument("--board", metavar="FILE", default=argparse.SUPPRESS, help=BOARD_HELP)
+    add_board_option(check, default=argparse.SUPPRESS)
     check.add_argument("--out", metavar="OUT.png", help="where to write the overlay (default PHOTO-board-check.png)")
     check.set_defaults(run=run_check)
 

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from knockcam.cli import add_board_option
 from knockcam.cli.score import add_max_error
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
@@ -34,7 +35,7 @@ def register(subparsers) -> None:
     how.add_argument("--reference", nargs=2, metavar=("REF_IMAGE", "REF_CALIB"),
                      help="register to a calibrated photo of the same board")
     how.add_argument("--auto", action="store_true", help="find the board outline automatically")
-    p.add_argument("--board", help="board file (default: the shipped board)")
+    add_board_option(p)
     p.add_argument("--camera", help="lens calibration file from 'knockcam calibrate camera'")
     p.add_argument("--out", help="where to write the calibration (default calibration/<image name>.yaml); "
                                  "bench: the results file; tune: the records (JSON lines); sheet: the folder")

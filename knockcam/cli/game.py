@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from knockcam.cli import add_board_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("game", help="play a game file's rounds in sequence and show the standings",
@@ -14,7 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                                "then rank the sides (W1).")
     parser.add_argument("file", metavar="GAME", help="game file, JSON or YAML (see docs/rules-engine.md); a round "
                                                     "may name a photo of the board instead of its tokens")
-    parser.add_argument("--board", metavar="FILE", default=None, help="board file (default: the shipped board)")
+    add_board_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.set_defaults(run=run)
 

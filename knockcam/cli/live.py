@@ -7,6 +7,8 @@ import json
 import sys
 from pathlib import Path
 
+from knockcam.cli import add_board_option
+
 REVIEWS = ("always", "ambiguous", "never")
 
 
@@ -26,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         "(default: found automatically in the first frames)")
     parser.add_argument("--reference", metavar="IMAGE", help="empty-board photo from this camera "
                         "(default: the first still frame, so start with the board clear)")
-    parser.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    add_board_option(parser)
     add_max_error(parser)
     parser.add_argument("--sides", metavar="LIST", help="the sides playing, e.g. red,blue,green")
     parser.add_argument("--order", metavar="LIST", help="round 1's turn order (default: --sides drawn at random, R6)")

@@ -6,13 +6,15 @@ import argparse
 import json
 from pathlib import Path
 
+from knockcam.cli import add_board_option
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("round", help="score one round from a round file (JSON or YAML)",
                                    description="Score one round of Monopoly Knockout exactly per RULES.md: "
                                                "cash change per side, the pot, and a ledger citing rule ids.")
     parser.add_argument("file", metavar="ROUND", help="round file, JSON or YAML (see docs/rules-engine.md)")
-    parser.add_argument("--board", metavar="FILE", default=None, help="board file (default: the shipped board)")
+    add_board_option(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.set_defaults(run=run)
 

@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from knockcam.cli import add_board_option
 from knockcam.errors import KnockcamError
 
 if TYPE_CHECKING:
@@ -53,7 +54,7 @@ def add_scoring_options(p: argparse.ArgumentParser, with_round: bool = True) -> 
                      help="the board's corners in pixels: near-left, near-right, far-right, far-left")
     p.add_argument("--reference", metavar="EMPTY_IMAGE",
                    help="the empty board from the same camera: turns on the reference-frame detector")
-    p.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    add_board_option(p)
     add_max_error(p)
     if not with_round:
         p.set_defaults(order=None, pot=None)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 
+from knockcam.cli import add_board_option
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("synth", help="render synthetic board photos/videos with ground truth",
@@ -23,7 +25,7 @@ def register(subparsers) -> None:
     mode.add_argument("--bench", metavar="RESULTS.md", nargs="?", const="bench/synth.md",
                       help="measure images/s of each mode in a temporary folder and write RESULTS.md "
                            "(default bench/synth.md; --count stills and YOLO samples, 4 videos)")
-    p.add_argument("--board", metavar="FILE", help="board file (default: the shipped board)")
+    add_board_option(p)
     p.add_argument("--workers", type=int, default=1, help="processes to render with (default 1)")
     p.add_argument("--preset", metavar="NAME",
                    help="render with a named change to the ranges (knockcam/data/synth.yaml presets: crowded, "
