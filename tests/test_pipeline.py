@@ -424,9 +424,9 @@ def test_the_empty_frame_features_are_found_once_per_calibration(monkeypatch):
 
 
 def test_a_phone_photo_taken_upright_is_scored_as_the_same_photo_taken_across(tmp_path):
-    """Held upright, a phone stores the photo on its side with an EXIF orientation (read turned: the board runs
-    across the photo's width then, not along it). Found automatically and scored, it gives the same tokens on the
-    same spaces (fixture `hand`; six fixtures tried turned: their worst corner within 0.14 mm of untouched)."""
+    """Held upright, a phone stores the photo on its side with an EXIF orientation; read turned, it is 720 wide and
+    1280 tall. Found automatically and scored, it gives the same tokens on the same spaces (fixture `hand`; six
+    fixtures tried turned: their worst corner within 0.14 mm of untouched)."""
     from phone_photo import stored_on_its_side
 
     photo = Path(__file__).resolve().parents[1] / "fixtures" / "scenes" / "hand.jpg"
