@@ -123,6 +123,10 @@ class Tracked:
     flags: list[str] = field(default_factory=list)
     parked: bool = False  # in jail or due a re-slide, but not yet taken off the board
 
+    def resting(self, board: Board) -> str:
+        """Where it rests on the board (state BOARD), in words: its space's printed name, or 'no space'."""
+        return space_name(board, self.space if self.on_space else None)
+
     def doubts(self, board: Board) -> list[str]:
         """Why a human should look at it, in words: the camera's doubt (a close call with the other space it may
         rest on and the margin), then the tracker's flags (a vanished token is out: nothing to look at)."""
@@ -347,8 +351,8 @@ class Tracker:
             if COVERED not in t.flags:
                 t.flags.append(COVERED)
                 self.emit("covered", round=self.round, token=t.id, side=t.side, space=t.space, frame=obs.frame)
-                self.tell(f"{t.side}'s token on {self.names.get(t.space, t.space) if t.on_space else 'no space'} "
-                          "is covered (a hand, a cup?): kept where it was; uncover it before the round is scored")
+                self.tell(f"{t.side}'s token on {t.resting(self.board)} is covered (a hand, a cup?): kept where it "
+                          "was; uncover it before the round is scored")
         gone = [t for t in gone if t not in under]
         rest = [seen[j] for j in range(len(seen)) if j not in used]
         on_board = [s for s in rest if s.state != OFF_BOARD]
@@ -473,8 +477,7 @@ class Tracker:
             self._advance(side)
             self.emit("slide", round=self.round, token=token.id, side=side, space=token.space, state=token.state,
                       colour=s.side, frame=obs.frame)
-        where = self.names.get(token.space, "no space") if token.state == BOARD and token.on_space else \
-            ("no space" if token.state == BOARD else "off the board")
+        where = token.resting(self.board) if token.state == BOARD else "off the board"
         note = f" (it looked {s.side}: counted as {side}'s, S1)" if flags else ""
         self.tell(f"{side}: token on {where}{note}")
         return token
@@ -650,8 +653,8 @@ class Tracker:
     def review_lines(self) -> list[str]:
         lines = []
         for t in self.tokens:
-            where = {BOARD: (self.names.get(t.space, t.space) if t.on_space else "no space"), OUT: "off the board",
-                     JAIL: "in jail", HAND: "not slid again"}[t.state]
+            where = t.resting(self.board) if t.state == BOARD else \
+                {OUT: "off the board", JAIL: "in jail", HAND: "not slid again"}[t.state]
             doubts = t.doubts(self.board)
             lines.append(f"  {t.id + 1:2d}. {t.side:6s} {where}" + (f"  ({'; '.join(doubts)})" if doubts else ""))
         return lines
