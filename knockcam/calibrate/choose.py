@@ -109,7 +109,10 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
     from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
     from knockcam.calibrate.mirror import check_not_mirrored
 
-    cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
+    try:
+        cal = calibrate_auto(image, board, camera_matrix, dist_coeffs)
+    except KnockcamError as exc:
+        raise _named_dark(image, exc) from None
     options = _larger(image) + AUTO_OPTIONS
     try:
         cal = check(cal, max_error_mm, _what_to_do(cal, options))
@@ -125,6 +128,20 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         return check(cal, max_error_mm, advice,
                      because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
     return check_not_mirrored(image, cal, board)
+
+
+def _named_dark(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
+    """``exc`` with the photo's darkness named first when the board was not found in a photo whose brightest
+    parts (auto.photo_light) are under what a photo is scored from (detect.yaml photo.min_light): light is what
+    helps there. The search still ran: it finds some boards that dark (docs/calibration.md)."""
+    from knockcam.calibrate.auto import photo_light
+    from knockcam.calibrate.outline import NOT_FOUND
+
+    light = photo_light(image)
+    if exc.reason != NOT_FOUND[0] or light >= float(settings.load("detect")["photo"]["min_light"]):
+        return exc
+    return KnockcamError(f"{exc.reason} in a photo this dark (its brightest parts at {light:.0f} of 255)",
+                         f"light the board and take it again, or {exc.what_to_do}")
 
 
 def _larger(image: np.ndarray) -> list[str]:

@@ -90,6 +90,19 @@ def test_nothing_given_and_no_board_says_what_to_do(board):
         calibrate(blank, board)
 
 
+def test_a_board_not_found_in_a_photo_far_too_dark_is_told_to_light_it(board):
+    """Under the light a photo is scored from (detect.yaml photo.min_light), light is named first; above it not."""
+    dark = np.full((480, 640, 3), 3, np.uint8)
+    with pytest.raises(KnockcamError) as dark_told:
+        calibrate(dark, board)
+    assert str(dark_told.value) == ("board not found in a photo this dark (its brightest parts at 3 of 255): light the "
+                                    "board and take it again, or give --corners or lay the marker sheet "
+                                    "(calibration/README.md)")
+    with pytest.raises(KnockcamError) as lit_told:
+        calibrate(np.full((480, 640, 3), 20, np.uint8), board)
+    assert str(lit_told.value).startswith("board not found: give --corners")
+
+
 def test_error_over_the_limit_stops(scene, board):
     corners = scene.truth.mm_to_px(board_corners_mm(board))
     with pytest.raises(KnockcamError, match="over the 0.01 mm limit"):
