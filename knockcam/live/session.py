@@ -62,16 +62,21 @@ class BoardSearch:
     tries: int = 0
     first_t: float | None = None
     next_t: float = float("-inf")
-    refused: str = ""  # why the last try was refused
-    offer: float | None = None  # the --max-error that would have accepted it, where one is offered
-    light: str = ""  # what to do when the last frame was far too dark (knockcam.detect.Unreadable)
+    last: KnockcamError | None = None  # why the last try was refused
 
     def gave_up(self, why: str) -> str:
-        """The one-line error when the board was never found."""
-        accept = "" if self.offer is None else f", or accept the last one with --max-error {self.offer:g}"
-        first = f"{self.light}, or " if self.light else ""
+        """The one-line error when the board was never found: the last refusal's reason (its advice is for
+        knockcam score), light first when that frame was far too dark, and the --max-error that would have
+        accepted its board where one is offered."""
+        from knockcam.calibrate.choose import offered_max_error
+        from knockcam.calibrate.quality import Refused
+
+        last = self.last or KnockcamError("no frame tried")
+        offer = offered_max_error(last.calibration) if isinstance(last, Refused) else None
+        accept = "" if offer is None else f", or accept the last one with --max-error {offer:g}"
+        first = f"{last.what_to_do}, or " if isinstance(last, Unreadable) else ""
         return (f"no --calibration given and the board was not found automatically ({why}; the last: "
-                f"{self.refused}): {first}give --calibration from 'knockcam calibrate' on a photo from this "
+                f"{last.reason}): {first}give --calibration from 'knockcam calibrate' on a photo from this "
                 f"camera{accept}")
 
 
@@ -477,9 +482,8 @@ class LiveGame:
         A refusal is told once and tried again on later frames (a webcam's first frames are often dark or
         out of focus; an arm may be over the board), until ``search.give_up_s`` of frames have passed.
         """
-        from knockcam.calibrate.choose import calibrate_automatically, offered_max_error
+        from knockcam.calibrate.choose import calibrate_automatically
         from knockcam.calibrate.mirror import Mirrored
-        from knockcam.calibrate.quality import Refused
 
         if frame.t < search.next_t:
             return False
@@ -493,12 +497,10 @@ class LiveGame:
             self.log.append("camera", trouble="mirrored", message=str(exc), frame=frame.index)
             raise KnockcamError(exc.reason, "turn off the camera's mirroring and start again") from None
         except KnockcamError as exc:
-            search.refused = exc.reason  # what went wrong; its advice is for knockcam score
-            search.offer = offered_max_error(exc.calibration) if isinstance(exc, Refused) else None
-            search.light = exc.what_to_do if isinstance(exc, Unreadable) else ""
+            search.last = exc
             if search.tries == 1:
                 self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
-                self.tell(f"first frame: {search.refused}; looking for the board again every "
+                self.tell(f"first frame: {exc.reason}; looking for the board again every "
                           f"{search.retry_s:g} s for {search.give_up_s:g} s: clear the board, light it and let the "
                           "camera settle")
             if frame.t - search.first_t >= search.give_up_s:
