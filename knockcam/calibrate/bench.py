@@ -87,6 +87,32 @@ def cut_photo(image: np.ndarray, truth: Calibration, board: Board, side: str, cu
             truth.moved(g, image_size=(x1 - x0, y1 - y0), camera_matrix=k))
 
 
+def turned_photo(image: np.ndarray, truth: Calibration, clockwise: bool):
+    """``image`` turned a quarter (as a phone held upright shows its photo: portrait where the sensor is
+    landscape) and its true calibration in the turned photo. The lens turns with it: the focal lengths and the
+    centre swap axes, radial distortion stays, the tangential terms (p1, p2) become (p2, -p1) clockwise and
+    (-p2, p1) the other way."""
+    import cv2
+
+    h, w = image.shape[:2]
+    if clockwise:  # (x, y) -> (h - 1 - y, x)
+        g = np.array([[0.0, -1.0, h - 1.0], [1.0, 0.0, 0.0], [0.0, 0.0, 1.0]])
+    else:  # (x, y) -> (y, w - 1 - x)
+        g = np.array([[0.0, 1.0, 0.0], [-1.0, 0.0, w - 1.0], [0.0, 0.0, 1.0]])
+    k = dist = None
+    if truth.camera_matrix is not None:
+        k0 = np.asarray(truth.camera_matrix, np.float64)
+        centre = g @ np.array([k0[0, 2], k0[1, 2], 1.0])
+        k = np.array([[k0[1, 1], 0.0, centre[0]], [0.0, k0[0, 0], centre[1]], [0.0, 0.0, 1.0]])
+    if truth.dist_coeffs is not None:
+        dist = np.array(truth.dist_coeffs, np.float64).ravel().copy()
+        if len(dist) >= 4:
+            p1, p2 = dist[2], dist[3]
+            dist[2], dist[3] = (p2, -p1) if clockwise else (-p2, p1)
+    turned = cv2.rotate(image, cv2.ROTATE_90_CLOCKWISE if clockwise else cv2.ROTATE_90_COUNTERCLOCKWISE)
+    return turned, truth.moved(g, image_size=(h, w), camera_matrix=k, dist_coeffs=dist)
+
+
 def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
     """The true lens of a scene, for the "lens known" rows: a camera with no distortion (the truth has
     no lens model then) is told so, rather than left for the automatic method to read off the lines."""
@@ -161,6 +187,9 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
             cut_img, cut_truth = cut_photo(img, truth, board, side, cut)
             record(f"auto (the same held-out photos cut: a board corner {CUT_PX[0]} or {CUT_PX[1]} px past the "
                    "photo's edge; lens unknown)", cut_truth, lambda: calibrate_auto(cut_img, board))
+            turned_img, turned_truth = turned_photo(img, truth, clockwise=i % 2 == 0)
+            record("auto (the same held-out photos turned upright, portrait as a phone held upright shows it; lens "
+                   "unknown)", turned_truth, lambda: calibrate_auto(turned_img, board))
         for size, what in ((PHONE_SIZE, "a phone's size"), (WEBCAM_SIZE, "a webcam's as OpenCV opens most")):
             photo = _synth_photo(board, i, size=size)
             if photo is not None:
@@ -234,7 +263,9 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         f"{asked}). The cut row crops the same "
         f"held-out photos at one side ({', '.join(CUT_SIDES)} in turn), {CUT_PX[0]} px past the board's outermost "
         f"corner there for four scenes, then {CUT_PX[1]} px for the next four: part of the board is out of the photo "
-        "(the other rows' renders always show the whole board).",
+        "(the other rows' renders always show the whole board). The upright row turns the same held-out photos a "
+        "quarter, clockwise for even scene numbers and the other way for odd ones: the board then runs along the "
+        "photo's other side, as in a phone's portrait photo (the renders are all landscape; none is a real photo).",
     ]
     return "\n".join(lines) + "\n"
 

@@ -109,3 +109,30 @@ def test_a_cut_photo_keeps_the_board_where_it_was_in_the_photo(board):
         assert abs(abs(outermost - edge) - 20) <= 1.5  # that corner lies 20 px past the edge
         shift = corners - now  # a pure translation: the crop's offset
         assert np.ptp(shift, axis=0).max() < 1e-6
+
+
+def test_a_turned_photo_keeps_every_point_of_the_board_where_the_turn_takes_it(board):
+    """turned_photo: each board point lands where the quarter turn moves its pixel, lens (tangential terms
+    included) and hump with it, both ways round."""
+    from dataclasses import replace
+
+    from knockcam.calibrate.bench import _synth_photo, turned_photo
+    from knockcam.calibrate.calibration import Hump
+    from knockcam.calibrate.quality import board_grid_mm
+
+    image, truth = _synth_photo(board, 0, seed=3011)
+    k = np.array([[900.0, 0.0, 610.0], [0.0, 905.0, 350.0], [0.0, 0.0, 1.0]])
+    truth = replace(truth, camera_matrix=k, dist_coeffs=np.array([-0.2, 0.05, 0.004, -0.003, 0.0]),
+                    hump=Hump(5.0, 2.0, board.size_mm, (0.3, -1.5, 0.0004)))
+    h, w = image.shape[:2]
+    grid = board_grid_mm(board)
+    px = truth.mm_to_px(grid)
+    for clockwise, expected in ((True, np.column_stack([h - 1 - px[:, 1], px[:, 0]])),
+                                (False, np.column_stack([px[:, 1], w - 1 - px[:, 0]]))):
+        turned, moved = turned_photo(image, truth, clockwise)
+        assert turned.shape[:2] == (w, h) and tuple(moved.image_size) == (h, w)
+        assert np.abs(moved.mm_to_px(grid) - expected).max() < 1e-6
+        assert np.abs(moved.px_to_mm(expected) - grid).max() < 0.01  # undistortPoints iterates
+        y, x = np.round(expected[len(grid) // 2]).astype(int)[::-1]
+        sy, sx = np.round(px[len(grid) // 2]).astype(int)[::-1]
+        assert np.array_equal(turned[y, x], image[sy, sx])  # the pixels turned the same way
