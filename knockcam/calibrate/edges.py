@@ -34,7 +34,6 @@ def side_face_px(corners: np.ndarray, board: Board, image_size: tuple[int, int])
     shift = np.array([[1, 0, -(w - 1) / 2], [0, 1, -(h - 1) / 2], [0, 0, 1.0]])
     centred = shift @ hom
     c3 = shift @ up_px(hom, board, image_size)  # image (homogeneous, centred) of a 1 mm step up
-    wmm, lmm = board.size_mm
     mm = board_corners_mm(board)
     out = np.zeros(4)
     for a in range(4):

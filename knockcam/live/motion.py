@@ -26,7 +26,6 @@ class Gate:
 
     moving: bool  # something moved since the previous frame
     settled: bool  # the board has just become still and differs from the last detection: detect now
-    motion_share: float  # share of the watched area that changed since the previous frame
     launched: bool  # (when settled) motion was seen at the near end since the last detection
 
 
@@ -86,8 +85,6 @@ class MotionGate:
         launch_y = board.go_line_y_mm + float(self.cfg["launch_zone_mm"])
         self.launch = self._mask(calibration, board, _outline_mm(board, float(self.cfg["board_margin_mm"]),
                                                                  y_max=launch_y))
-        self.n_mask = max(1, int(np.count_nonzero(self.mask)))
-        self.n_launch = max(1, int(np.count_nonzero(self.launch)))
         self.token_px = token_area_px(calibration, board, self.scale)
         self.threshold = int(self.cfg["pixel_threshold"])
         self.blur = int(self.cfg["blur_px"])
@@ -107,12 +104,10 @@ class MotionGate:
         small = small_gray(image, self.width, self.blur)
         if small.shape[::-1] != self.size:
             small = cv2.resize(small, self.size, interpolation=cv2.INTER_AREA)
-        share = 0.0
         moving = False
         if self.prev is not None:
             changed = cv2.absdiff(small, self.prev) > self.threshold
             n_changed = int(np.count_nonzero(changed & self.mask))
-            share = n_changed / self.n_mask
             moving = n_changed >= float(self.cfg["moving_tokens"]) * self.token_px
             if moving:
                 n_launch = int(np.count_nonzero(changed & self.launch))
@@ -130,7 +125,7 @@ class MotionGate:
             if self.last_detected is None or self._differs(small, self.last_detected):
                 settled = True
                 launched = self.launched
-        return Gate(moving=moving, settled=settled, motion_share=share, launched=launched)
+        return Gate(moving=moving, settled=settled, launched=launched)
 
     def _differs(self, a: np.ndarray, b: np.ndarray) -> bool:
         changed = cv2.absdiff(a, b) > self.threshold
