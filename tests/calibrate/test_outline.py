@@ -86,3 +86,23 @@ def test_pruning_by_running_sums_agrees_with_the_exact_side_test(seed):
         exact = _side_support(a, b, on_edge)
         long_enough = np.linalg.norm(b - a, axis=1) > 20
         assert kept[p, k][long_enough & (exact >= threshold)].all()
+
+
+def test_quadrilaterals_looked_at_a_slice_at_a_time_are_those_looked_at_all_at_once(monkeypatch, board):
+    """The checkered table of cup_cards_banknotes makes over a million pairs of line pairs; slicing them (for
+    memory) must keep every candidate and its order."""
+    from pathlib import Path
+
+    from knockcam.calibrate import outline
+
+    photo = cv2.imread(str(Path(__file__).resolve().parents[2] / "fixtures" / "scenes" / "cup_cards_banknotes.jpg"))
+    cfg = settings_of("calibrate")["auto"]
+    scale = min(1.0, float(cfg["work_px"]) / max(photo.shape[:2]))
+    small = cv2.resize(photo, (round(photo.shape[1] * scale), round(photo.shape[0] * scale)),
+                       interpolation=cv2.INTER_AREA)
+    mask, aspect = outline._board_mask(small), board.size_mm[1] / board.size_mm[0]
+    sliced = outline._candidate_quads(small, mask, aspect, cfg)
+    monkeypatch.setattr(outline, "_SLICE", 10 ** 9)
+    whole = outline._candidate_quads(small, mask, aspect, cfg)
+    assert len(sliced) == len(whole) > 10
+    assert all(np.array_equal(a, b) for a, b in zip(sliced, whole))
