@@ -82,7 +82,7 @@ def test_no_board_found(cli, tmp_path):
 
 def test_a_black_photo_is_refused_before_the_board_is_looked_for(cli, tmp_path):
     """A lens cap or a camera still starting, nothing given: told to light the board (the automatic search took
-    14-30 s on such noise to say "board not found: give --corners")."""
+    14-30 s on such noise, 2-5 s since it was sped up, to say "board not found: give --corners")."""
     photo = tmp_path / "black.png"
     cv2.imwrite(str(photo), np.random.default_rng(0).integers(0, 4, (720, 1280, 3), dtype=np.uint8))
     _assert_one_clean_line(_score(tmp_path, photo, run=cli), "the board is far too dark in the photo (its brightest "
