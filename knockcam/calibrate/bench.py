@@ -105,7 +105,7 @@ def turned_photo(image: np.ndarray, truth: Calibration, clockwise: bool):
         centre = g @ np.array([k0[0, 2], k0[1, 2], 1.0])
         k = np.array([[k0[1, 1], 0.0, centre[0]], [0.0, k0[0, 0], centre[1]], [0.0, 0.0, 1.0]])
     if truth.dist_coeffs is not None:
-        dist = np.array(truth.dist_coeffs, np.float64).ravel().copy()
+        dist = np.array(truth.dist_coeffs, np.float64).ravel()  # a copy: np.array copies
         if len(dist) >= 4:
             p1, p2 = dist[2], dist[3]
             dist[2], dist[3] = (p2, -p1) if clockwise else (-p2, p1)
