@@ -475,6 +475,20 @@ def committed_speed(text: str) -> dict[str, float]:
     return {m.group(1).strip(): float(m.group(2)) for m in re.finditer(r"([a-z +]+) (\d+(?:\.\d+)?) ms", timed)}
 
 
+def compare_speed(here: dict[str, float], results: str) -> list[str]:
+    """Lines comparing this machine's speed check (``here``) with the one the results file ``results`` recorded:
+    how much slower or faster this machine runs the same work, to read before comparing times."""
+    from pathlib import Path
+
+    path = Path(results)
+    there = committed_speed(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    shared = [name for name in here if name in there]
+    if not shared:
+        return [f"{results} records no speed check to compare with"]
+    return [f"{name}: {here[name]:.0f} ms here, {there[name]:.0f} ms where {results} was made "
+            f"({here[name] / there[name]:.2f} x)" for name in shared]
+
+
 def machine() -> str:
     """What a results file's times, and the last digits of its figures, depend on: the machine and the versions
     of Python and the numerical libraries ("x86_64, 2 CPUs, Python 3.11.7, numpy 2.4.6, OpenCV 5.0.0,

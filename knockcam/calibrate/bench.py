@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from knockcam.bench import load_average, machine
+from knockcam.bench import SPEED_LINE, load_average, machine
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm, error_limit
@@ -21,6 +21,9 @@ from knockcam.files import write_atomic
 
 HELD_OUT_SEED = 2026  # knockcam.synth run for the held-out photos (the fixtures are run 4)
 
+
+SPEED_PHOTO = 0  # the held-out photo the speed check calibrates (the benchmark's first) ...
+SPEED_REPEATS = 5  # ... this many times, after a warm-up
 
 PHONE_SIZE = (4032, 3024)  # a phone's 12 MP photo: the held-out scenes are also rendered at this size
 WEBCAM_SIZE = (640, 480)  # what OpenCV opens most webcams at: the held-out scenes are also rendered at this size
@@ -199,7 +202,39 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
     return results
 
 
-def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) -> str:
+def speed_check(board: Board, repeats: int = SPEED_REPEATS) -> dict[str, float]:
+    """Median ms of the automatic calibration, lens not given, of held-out photo SPEED_PHOTO, ``repeats`` times
+    after a warm-up: a few seconds' measure of how fast a machine runs this benchmark's own work (the same run
+    has taken 816 s one day and 2151 s another on one machine), so that its seconds per image can be read."""
+    from knockcam.calibrate.auto import calibrate_auto
+
+    photo = _synth_photo(board, SPEED_PHOTO)
+    if photo is None:
+        return {}
+    image, _ = photo
+    times = []
+    for _ in range(1 + repeats):
+        t = time.perf_counter()
+        try:
+            calibrate_auto(image, board)
+        except KnockcamError:  # refused or not found: the work done is what is timed
+            pass
+        times.append((time.perf_counter() - t) * 1000)
+    return {"automatic": float(np.median(times[1:]))}
+
+
+def speed_text(speed: dict[str, float]) -> str:
+    """The results file's line about a speed check (``speed_check``'s medians), read back by
+    ``knockcam.bench.committed_speed``."""
+    timed_ways = ", ".join(f"{name} {ms:.0f} ms" for name, ms in speed.items())
+    return (f"{SPEED_LINE} (`knockcam calibrate bench --speed`: held-out photo {SPEED_PHOTO} of run {HELD_OUT_SEED}, "
+            f"lens not given, median of {SPEED_REPEATS} after a warm-up, on this machine): {timed_ways}. Run "
+            "`knockcam calibrate bench --speed` on another machine, or on another day, to compare its speed with "
+            "this run's before comparing seconds.")
+
+
+def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
+           speed: dict[str, float] | None = None) -> str:
     from knockcam import settings
 
     asked = "x".join(str(int(v)) for v in settings.load("live")["camera"]["frame_size"])  # what live asks a webcam for
@@ -210,6 +245,7 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0) 
         f"{machine()}; load average at the end "
         f"{load_average(note_busy=True)}). Synthetic data only; no real photos yet.",
         "",
+        *([speed_text(speed), ""] if speed else []),
         "Error = distance in board mm between each true board corner and where the calibration puts it "
         "(4 corners per scene). Targets (issue 5): median <= 1 mm, worst <= 3 mm for auto and reference. "
         "'On the board' is the same over a 25 mm grid of points on the board's face, where tokens rest (on a "
@@ -289,9 +325,11 @@ def _gate_row(name: str, r: dict, accepted: np.ndarray | None = None) -> str:
 
 
 def run_bench(board: Board, n: int, out: Path, held_out: int = 0) -> str:
+    """Every method on its scenes, then the speed check; the report written to ``out`` and returned."""
     t = time.perf_counter()
     results = run_methods(board, n, held_out)
-    text = report(results, n, time.perf_counter() - t, held_out)
+    seconds = time.perf_counter() - t
+    text = report(results, n, seconds, held_out, speed=speed_check(board))
     write_atomic(out, text)
     return text
 

@@ -117,24 +117,15 @@ def run(args: argparse.Namespace) -> int:
 
 def _speed(board, model, results: str) -> int:
     """``knockcam bench --speed``: this machine's speed check, and the one ``results`` recorded."""
-    from pathlib import Path
-
     from rich.console import Console
 
-    from knockcam.bench import committed_speed, speed_check, speed_text
+    from knockcam.bench import compare_speed, speed_check, speed_text
 
     here = speed_check(board, model)
     console = Console(soft_wrap=True)  # a path or a figure is not broken across lines
     console.print(speed_text(here))
-    path = Path(results)
-    there = committed_speed(path.read_text(encoding="utf-8")) if path.is_file() else {}
-    shared = [name for name in here if name in there]
-    if not shared:
-        console.print(f"{results} records no speed check to compare with")
-        return 0
-    for name in shared:
-        console.print(f"{name}: {here[name]:.0f} ms here, {there[name]:.0f} ms where {results} was made "
-                      f"({here[name] / there[name]:.2f} x)")
+    for line in compare_speed(here, results):
+        console.print(line)
     return 0
 
 

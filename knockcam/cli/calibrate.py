@@ -19,6 +19,7 @@ HELP = """examples:
   knockcam calibrate camera charuco1.jpg charuco2.jpg charuco3.jpg   lens calibration
   knockcam calibrate sheet                           write calibration/markers.png and charuco.png
   knockcam calibrate bench                           measure every method on synthetic scenes
+  knockcam calibrate bench --speed                   time one photo here against bench/calibration.md's check
   knockcam calibrate tune --seed 3009 --out new.jsonl --compare old.jsonl
                                                      the automatic method render by render, against a run before"""
 
@@ -42,6 +43,9 @@ def register(subparsers) -> None:
     add_max_error(p)
     p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
     p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
+    p.add_argument("--speed", action="store_true",
+                   help="bench: only time one held-out photo's automatic calibration (about 20 s) and compare "
+                        "with the speed check the results file (--out) recorded")
     p.add_argument("--seed", type=int, help="tune: the knockcam.synth run to render (not a benchmark's held-out one)")
     p.add_argument("--renders", type=int, default=180, help="tune: renders of that run, from --first (default 180)")
     p.add_argument("--first", type=int, default=0, help="tune: the first render's index (default 0)")
@@ -56,6 +60,8 @@ def run(args) -> int:
 
     board = load_board(args.board)
     verb = args.target[0]
+    if verb == "bench" and len(args.target) == 1 and args.speed:
+        return _speed(board, args.out or "bench/calibration.md")
     if verb == "bench" and len(args.target) == 1:
         from knockcam.calibrate.bench import run_bench
 
@@ -130,6 +136,21 @@ def run(args) -> int:
               f"wrote {out}")
         print(f"  how: {cal.error_source}")
         print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
+    return 0
+
+
+def _speed(board, results: str) -> int:
+    """``knockcam calibrate bench --speed``: this machine's speed check, and the one ``results`` recorded."""
+    from rich.console import Console
+
+    from knockcam.bench import compare_speed
+    from knockcam.calibrate.bench import speed_check, speed_text
+
+    here = speed_check(board)
+    console = Console(soft_wrap=True)  # a path or a figure is not broken across lines
+    console.print(speed_text(here))
+    for line in compare_speed(here, results):
+        console.print(line)
     return 0
 
 

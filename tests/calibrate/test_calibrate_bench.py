@@ -37,6 +37,52 @@ def test_offers_of_max_error_accepted_get_a_row_of_their_own():
     assert "| auto (test), 1 offers of --max-error accepted | 2 | 1.25 | 2.00 | 0 | 1 | 0 |" in text
 
 
+def test_a_speed_check_is_written_and_read_back():
+    from knockcam.bench import committed_speed
+    from knockcam.calibrate.bench import speed_text
+
+    line = speed_text({"automatic": 1612.4})
+    assert committed_speed("# Calibration benchmark\n\n" + line + "\n") == {"automatic": 1612.0}
+    results = {"auto (test)": {"errors": [np.zeros(4)], "board": [np.zeros(2)], "reported": [1.0], "failed": 0,
+                               "seconds": [1.0]}}
+    assert line in report(results, 0, 1.0, speed={"automatic": 1612.4})
+    assert "Speed check" not in report(results, 0, 1.0)
+
+
+def test_the_speed_check_times_the_automatic_calibration_of_the_first_held_out_photo(board, monkeypatch):
+    import knockcam.calibrate.auto
+    from knockcam.calibrate.bench import SPEED_PHOTO, _synth_photo, speed_check
+    from knockcam.errors import KnockcamError
+
+    photos = []
+
+    def calibrate_auto(image, board, *lens):
+        photos.append((image, lens))
+        raise KnockcamError("board not found")  # a refusal is timed as the work done
+
+    monkeypatch.setattr(knockcam.calibrate.auto, "calibrate_auto", calibrate_auto)
+    speed = speed_check(board, repeats=2)
+    assert list(speed) == ["automatic"] and speed["automatic"] > 0
+    expected, _ = _synth_photo(board, SPEED_PHOTO)
+    assert len(photos) == 3  # a warm-up and the two timed
+    assert all(np.array_equal(image, expected) and lens == () for image, lens in photos)
+
+
+def test_calibrate_bench_speed_compares_this_machine_with_the_results_file(tmp_path, capsys, monkeypatch):
+    import knockcam.calibrate.bench
+    from knockcam.calibrate.bench import speed_text
+    from knockcam.cli import main
+
+    monkeypatch.setattr(knockcam.calibrate.bench, "speed_check", lambda board: {"automatic": 3200.0})
+    out = tmp_path / "calibration.md"
+    assert main(["calibrate", "bench", "--speed", "--out", str(out)]) == 0
+    assert "records no speed check" in capsys.readouterr().out and not out.exists()
+    out.write_text("# Calibration benchmark\n\n" + speed_text({"automatic": 1600.0}) + "\n")
+    assert main(["calibrate", "bench", "--speed", "--out", str(out)]) == 0
+    assert "automatic: 3200 ms here, 1600 ms where" in capsys.readouterr().out
+    assert out.read_text().count("Speed check") == 1  # the results file is only read
+
+
 def _rec(index, worst, estimate, offered=False):
     return {"seed": 3100, "index": index, "worst_mm": worst, "estimate_mm": estimate, "grid_share": 0.9,
             "offered": offered, "source": "estimate"}
