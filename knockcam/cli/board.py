@@ -59,8 +59,8 @@ def run(args) -> int:
 
     board = load_board(args.board)
     if args.png:
-        if not args.px_per_mm > 0:
-            raise KnockcamError(f"--px-per-mm must be positive, not {args.px_per_mm}")
+        if not 0.2 <= args.px_per_mm <= 10:  # a board a few pixels wide, or one picture of gigabytes
+            raise KnockcamError(f"--px-per-mm must be between 0.2 and 10, not {args.px_per_mm}")
         from knockcam.board.drawing import draw_board
 
         _write_png(Path(args.png), draw_board(board, args.px_per_mm, margin_mm=10.0))

@@ -148,6 +148,9 @@ def _run(args: argparse.Namespace) -> int:
     if args.resume:
         log_path = Path(args.resume)
         entries = read_log(log_path)
+        if not entries:  # a crash while the game was starting: nothing was played or answered yet
+            raise KnockcamError(f"{log_path}: no game was started in this log (it is empty or its first line is "
+                                "cut off): start a new game with another --log, or delete this file")
         start = entries[0]
         n_answers = sum(1 for e in entries if e["kind"] == "answer")
         board = load_board(start.get("board"))

@@ -44,6 +44,8 @@ def run(args: argparse.Namespace) -> int:
         args.count = 300 if args.bench else 10
     if args.count < 1:
         raise KnockcamError(f"--count must be at least 1, not {args.count}")
+    if args.seed < 0:
+        raise KnockcamError(f"--seed must be 0 or more, not {args.seed}")
     if args.workers < 1:
         raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
     if args.preset and (args.bench or args.fixtures):

@@ -178,6 +178,8 @@ def camera_source(index: int, **kw) -> CaptureSource:
     webcams at 640x480, where the automatic calibration finds the board far less often (``size_note``)."""
     import cv2
 
+    if int(index) < 0:  # OpenCV's capture back-ends crash on a negative device number
+        raise KnockcamError(f"--camera {index}: cameras are numbered from 0 (0 = the first webcam, 1 = the next)")
     width, height = (int(v) for v in settings.load("live")["camera"]["frame_size"])
 
     def open_capture():

@@ -85,6 +85,13 @@ def test_png_is_drawn(tmp_path, capsys):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.mark.parametrize("scale", ["0", "0.001", "1000", "inf", "nan"])
+def test_a_png_scale_too_small_or_too_large_is_refused_in_one_line(tmp_path, capsys, scale):
+    out = tmp_path / "board.png"
+    assert main(["board", "--png", str(out), "--px-per-mm", scale]) == 2
+    assert "--px-per-mm must be between 0.2 and 10" in capsys.readouterr().err and not out.exists()
+
+
 def fake_photo(path):
     """A perspective view of the drawn board, and the pixel corners it was placed at."""
     board = load_board()

@@ -115,6 +115,14 @@ def test_a_webcam_is_asked_for_the_size_calibration_is_tuned_at_and_a_smaller_on
     assert size_note("camera 0", None) is None and CaptureSource(lambda: ListCapture([]), live=False).frame_size() is None
 
 
+def test_a_negative_camera_number_is_refused_before_opencv_opens_it(monkeypatch):
+    from knockcam.live.frames import camera_source
+
+    monkeypatch.setattr(cv2, "VideoCapture", lambda index: pytest.fail("a negative device was opened"))
+    with pytest.raises(KnockcamError, match="cameras are numbered from 0"):
+        camera_source(-1)
+
+
 def test_a_disconnected_camera_pauses_and_resumes_when_frames_return():
     clock = FakeClock()
     cap = ListCapture([_img(1), _img(2)] + [None] * 7 + [_img(3), _img(4)])

@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from knockcam.cli import main
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, oracle_detector
 from knockcam.live.display import Display
@@ -177,6 +179,15 @@ def test_a_mangled_game_log_is_replayed_or_refused_in_one_line(demo, board, tmp_
         log.write_text("\n".join(lines[:at] + [line] + lines[at + 1:]) + "\n")
         refused += answered_in_one_line(main, ["replay", str(log)]) == 2
     assert 0 < refused < 100
+
+
+@pytest.mark.parametrize("text", ["", "\n", '{"seq": 0, "kind": "st'])
+def test_resume_of_a_log_whose_game_never_started_says_so_in_one_line(demo_files, tmp_path, capsys, text):
+    """A crash while a game starts leaves an empty log, or one whose first line is cut off."""
+    log = tmp_path / "game.jsonl"
+    log.write_text(text)
+    assert main(["live", "--video", str(demo_files["video"]), "--resume", str(log)]) == 2
+    assert "no game was started in this log" in capsys.readouterr().err and log.read_text() == text
 
 
 def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):

@@ -69,4 +69,6 @@ def test_cli_stills_and_bad_input(tmp_path: Path, capsys):
         "scene_s9_00000.jpg", "scene_s9_00000.json", "scene_s9_00000_ref.jpg"]
     assert main(["synth", str(tmp_path / "x"), "--count", "0"]) == 2
     assert "--count" in capsys.readouterr().err
+    assert main(["synth", str(tmp_path / "x"), "--seed", "-1"]) == 2
+    assert "--seed must be 0 or more" in capsys.readouterr().err and not (tmp_path / "x").exists()
     assert main(["synth", str(tmp_path / "x"), "--board", str(tmp_path / "nope.yaml")]) == 2
