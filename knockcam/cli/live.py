@@ -76,6 +76,23 @@ def _sides(text: str | None, what: str) -> list[str] | None:
     return sides
 
 
+def _check_frame_size(size: tuple[int, int] | None, name: str, calibration, reference, args) -> None:
+    """A one-line KnockcamError when the given calibration or empty-board frame was made for frames of another
+    size than the camera or video gives (``size``; not checked when it does not say): every token would be read
+    at the wrong place, or the camera taken to have moved."""
+    from knockcam.errors import KnockcamError
+
+    if size is None:
+        return
+    if calibration is not None and tuple(int(v) for v in calibration.image_size) != tuple(size):
+        w, h = calibration.image_size
+        raise KnockcamError(f"--calibration {args.calibration} is for {w}x{h} images but {name} gives "
+                            f"{size[0]}x{size[1]} frames: calibrate a frame of this camera at this size")
+    if reference is not None and (reference.shape[1], reference.shape[0]) != tuple(size):
+        raise KnockcamError(f"--reference {args.reference} is {reference.shape[1]}x{reference.shape[0]} but {name} "
+                            f"gives {size[0]}x{size[1]} frames: take the empty-board frame with this camera")
+
+
 def _display(board, args: argparse.Namespace):
     """The terminal scoreboard, with the --show window and the --serve page when asked for."""
     from knockcam.errors import KnockcamError
@@ -180,11 +197,13 @@ def _run(args: argparse.Namespace) -> int:
         check_new(log_path)
         if args.video:
             probe = video_source(args.video)  # a bad video path fails before any log is written
-            size_line = size_note(probe.name, probe.frame_size())
+            name, frame_size = probe.name, probe.frame_size()
             probe.close()
         else:
             source = camera_source(args.camera)  # likewise a camera that cannot be opened
-            size_line = size_note(source.name, source.frame_size())
+            name, frame_size = source.name, source.frame_size()
+        _check_frame_size(frame_size, name, calibration, reference, args)  # likewise files for another size
+        size_line = size_note(name, frame_size)
         source_info = {"video": str(Path(args.video).resolve())} if args.video else {"camera": args.camera}
         from knockcam import settings
 

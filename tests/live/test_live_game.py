@@ -190,6 +190,27 @@ def test_resume_of_a_log_whose_game_never_started_says_so_in_one_line(demo_files
     assert "no game was started in this log" in capsys.readouterr().err and log.read_text() == text
 
 
+def test_a_calibration_or_empty_board_frame_for_another_frame_size_is_refused_before_a_log_is_written(
+        demo_files, tmp_path, capsys):
+    import cv2
+    import yaml
+
+    data = yaml.safe_load(demo_files["calibration"].read_text())
+    data["image_size"] = [data["image_size"][0] // 2, data["image_size"][1] // 2]
+    halved = tmp_path / "halved.yaml"
+    halved.write_text(yaml.safe_dump(data))
+    small = tmp_path / "small.png"
+    empty = cv2.imread(str(demo_files["reference"]))
+    cv2.imwrite(str(small), cv2.resize(empty, (empty.shape[1] // 2, empty.shape[0] // 2)))
+    log = tmp_path / "game.jsonl"
+    for given, said in ((["--calibration", str(halved)], "--calibration"), (["--reference", str(small)], "--reference")):
+        assert main(["live", "--video", str(demo_files["video"]), "--sides", "red,blue", "--log", str(log),
+                     *given]) == 2
+        err = capsys.readouterr().err
+        assert said in err and f"gives {empty.shape[1]}x{empty.shape[0]} frames" in err
+        assert not log.exists() and not Path(str(log) + ".d").exists()
+
+
 def test_resume_of_a_finished_game_changes_nothing(demo, board, tmp_path):
     log = tmp_path / "game.jsonl"
     _start(log, demo)
