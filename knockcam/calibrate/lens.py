@@ -42,12 +42,12 @@ def calibrate_lens(images: list[np.ndarray]) -> Calibration:
         if ids is None or len(ids) < 6:
             continue
         obj, img = board.matchImagePoints(corners, ids)
-        if obj is not None and len(obj) >= 6:
-            obj_all.append(obj)
+        if obj is not None and len(obj) >= 6 and not any(np.array_equal(img, seen) for seen in img_all):
+            obj_all.append(obj)  # (the same photo given twice is one view: it tells nothing more of the lens)
             img_all.append(img)
     if len(obj_all) < 3:
-        raise KnockcamError(f"camera: the ChArUco board was found in {len(obj_all)} photo(s); need at least 3 "
-                            f"(print calibration/charuco.png, photograph it at different angles)")
+        raise KnockcamError(f"camera: the ChArUco board was found in {len(obj_all)} different photo(s); need at "
+                            f"least 3 (print calibration/charuco.png, photograph it at different angles)")
     rms, k, d, _, _ = cv2.calibrateCamera(obj_all, img_all, size, None, None)
     return Calibration(method="lens", image_size=tuple(int(v) for v in size), homography=np.eye(3), camera_matrix=k,
                        dist_coeffs=d.ravel(), error_mm=None,

@@ -65,6 +65,10 @@ def run(args) -> int:
     if verb == "bench" and len(args.target) == 1:
         from knockcam.calibrate.bench import run_bench
 
+        if args.scenes < 1 or args.held_out < 0:
+            raise KnockcamError(f"calibrate bench needs --scenes 1 or more and --held-out 0 or more, not "
+                                f"{args.scenes} and {args.held_out}")
+
         from knockcam.files import check_writable
 
         out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
@@ -88,9 +92,8 @@ def run(args) -> int:
     if verb == "camera" and not Path(verb).is_file():
         from knockcam.calibrate.lens import calibrate_lens
 
-        if len(args.target) < 4:
-            raise KnockcamError("calibrate camera needs at least 3 photos of the printed ChArUco board")
-        cal = calibrate_lens([load_photo(p, "ChArUco photo") for p in args.target[1:]])
+        photos = [load_photo(p, "ChArUco photo") for p in args.target[1:]]  # a missing one is named first
+        cal = calibrate_lens(photos)
         out = Path(args.out or "calibration/camera.yaml")
         cal.save(out)
         print(f"lens calibrated ({cal.error_source}); wrote {out}; pass --camera {out}")

@@ -120,6 +120,11 @@ def options_from(args) -> "ScoreOptions":
 
 def run(args: argparse.Namespace) -> int:
     target = Path(args.target)
+    if not target.exists():
+        raise KnockcamError(f"photo not found: {target} (check the path; a folder of photos is scored too)")
+    if args.corners is not None and not args.corners.strip():
+        raise KnockcamError('--corners is empty: give four "x,y" pixel corners (near-left, near-right, far-right, '
+                            'far-left), or leave it out to find the board automatically')
     if args.evidence and Path(args.evidence).suffix.lower() != ".png":
         raise KnockcamError(f"--evidence writes a PNG: give a path ending in .png, not {args.evidence}")
     if target.is_dir():

@@ -61,7 +61,7 @@ class GamePage:
             self._server = ThreadingHTTPServer((host, port), Handler)
         except OSError as error:
             raise KnockcamError(f"--serve {port}: cannot serve there ({error.strerror or error})",
-                                "give another port, e.g. --serve 8765") from None
+                                f"give another port, e.g. --serve {port + 1 if 0 < port < 65535 else 8765}") from None
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, name="knockcam page", daemon=True)
         self._thread.start()

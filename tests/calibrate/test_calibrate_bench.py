@@ -1,6 +1,7 @@
 """knockcam calibrate bench's results file: corner errors, errors on the board, what the limit keeps."""
 
 import numpy as np
+import pytest
 
 from knockcam.calibrate.bench import report
 
@@ -81,6 +82,15 @@ def test_calibrate_bench_speed_compares_this_machine_with_the_results_file(tmp_p
     assert main(["calibrate", "bench", "--speed", "--out", str(out)]) == 0
     assert "automatic: 3200 ms here, 1600 ms where" in capsys.readouterr().out
     assert out.read_text().count("Speed check") == 1  # the results file is only read
+
+
+@pytest.mark.parametrize("counts", [["--scenes", "0"], ["--held-out", "-5"]])
+def test_calibrate_bench_refuses_negative_counts_before_it_starts(tmp_path, capsys, counts):
+    from knockcam.cli import main
+
+    out = tmp_path / "calibration.md"
+    assert main(["calibrate", "bench", *counts, "--out", str(out)]) == 2
+    assert "calibrate bench needs --scenes 1 or more" in capsys.readouterr().err and not out.exists()
 
 
 def _rec(index, worst, estimate, offered=False):

@@ -30,3 +30,11 @@ def test_focal_length_recovered_from_synthetic_views():
 def test_too_few_views_is_a_clear_error():
     with pytest.raises(KnockcamError, match="at least 3"):
         calibrate_lens([np.zeros((100, 100, 3), np.uint8)])
+
+
+def test_the_same_photo_given_three_times_is_one_view():
+    board_img = charuco_image(100)
+    k = np.array([[900.0, 0, 640], [0, 900, 360], [0, 0, 1]])
+    image = _view(board_img, k, (0.3, 0, 0), (-100, -70, 500), (1280, 720))
+    with pytest.raises(KnockcamError, match="found in 1 different photo"):
+        calibrate_lens([image, image.copy(), image])

@@ -51,6 +51,12 @@ def test_missing_file(cli, tmp_path):
     _assert_one_clean_line(_score(tmp_path, tmp_path / "nope.jpg", run=cli), "not found", "nope.jpg")
 
 
+def test_a_missing_folder_with_out_is_not_found_rather_than_a_misused_out(cli, tmp_path):
+    result = cli("score", tmp_path / "photos", "--out", tmp_path / "scored")
+    _assert_one_clean_line(result, "not found", "photos")
+    assert not (tmp_path / "scored").exists()
+
+
 def test_non_image_file(cli, tmp_path):
     notes = tmp_path / "notes.jpg"
     notes.write_text("round 2: blue disputes the Boardwalk call\n")
@@ -159,6 +165,10 @@ def test_bad_corners_and_order(cli, tmp_path, scene):
     _assert_one_clean_line(_score(tmp_path, scene.photo, "--corners", "1,2 3,4", run=cli), "--corners")
     result = cli("score", scene.photo, "--order", "red,purple")
     _assert_one_clean_line(result, "purple")
+
+
+def test_empty_corners_are_refused_rather_than_ignored(cli, tmp_path, scene):
+    _assert_one_clean_line(cli("score", scene.photo, "--corners", " "), "--corners is empty")
 
 
 def test_corners_typed_without_quotes_are_one_argument(cli, tmp_path, scene):

@@ -83,6 +83,7 @@ def test_a_port_in_use_is_one_line_saying_what_to_do(page):
     with pytest.raises(KnockcamError, match=f"--serve {page.port}: cannot serve there") as caught:
         web.GamePage(page.port, host="127.0.0.1")
     assert "another port" in str(caught.value)
+    assert f"--serve {page.port}" not in str(caught.value).split("another port")[1]  # not the busy one again
 
 
 def test_the_page_gets_a_few_frames_a_second_not_every_frame(page, board, demo):
