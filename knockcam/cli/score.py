@@ -242,7 +242,7 @@ def run_folder(folder: Path, args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from knockcam.files import write_atomic
+    from knockcam.files import check_writable, write_atomic
     from knockcam.pipeline import Scorer
     from knockcam.report.evidence import write_evidence
 
@@ -254,6 +254,8 @@ def run_folder(folder: Path, args) -> int:
     out = Path(args.out) if args.out else folder / "knockcam-scores"
     if out.exists() and not out.is_dir():
         raise KnockcamError(f"--out {out} is a file, not a folder")
+    for name in ("summary.csv", "tokens.csv", "summary.json"):  # before the night's photos are scored, not after
+        check_writable(out / name)
     scorer = Scorer(options_from(args))
     records, token_rows = [], []
     err_console = Console(stderr=True)
@@ -265,14 +267,16 @@ def run_folder(folder: Path, args) -> int:
             record = {"image": str(photo), "status": "error", "evidence": None, "error": None, "result": None}
             try:
                 scored = scorer.score(photo)
-                evidence = write_evidence(scored, out / "evidence" / f"{photo.stem}.png")
-                record.update(status="ok", evidence=str(evidence), result=scored.to_dict(),
-                              timings_ms=scored.timings_ms)
+                record.update(status="ok", result=scored.to_dict(), timings_ms=scored.timings_ms)
                 for n, t in enumerate(record["result"]["tokens"], 1):
                     token_rows.append({"image": photo.name, "n": n, "side": t["side"], "space": t["space"] or "",
                                        "state": t["state"], "coverage": t["coverage"], "margin_mm": t["margin_mm"],
                                        "x_mm": t["xy_mm"][0], "y_mm": t["xy_mm"][1], "ambiguous": t["ambiguous"],
                                        "confidence": t["confidence"]})
+                try:  # a picture that cannot be written (a full disk) does not cost the photo its score
+                    record["evidence"] = str(write_evidence(scored, out / "evidence" / f"{photo.stem}.png"))
+                except KnockcamError as exc:
+                    record["error"] = f"scored, but no evidence picture: {exc}"
             except KnockcamError as exc:
                 record["error"] = str(exc)
             except Exception as exc:  # a bug must not cost the rest of the night's photos; it is recorded

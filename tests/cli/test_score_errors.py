@@ -15,6 +15,7 @@ import pytest
 
 from cli_run import knockcam
 from knockcam.cli import main
+from knockcam.errors import KnockcamError
 
 
 @pytest.fixture
@@ -214,3 +215,37 @@ def test_a_call_on_no_such_token_or_space_or_on_a_folder(cli, tmp_path, scene):
     _assert_one_clean_line(cli("score", folder, "--add", "red=chance"), "--add settles a token of one photo")
     _assert_one_clean_line(_score(tmp_path, scene.photo, *calibrated, "--add", "red=boardwlk", run=cli),
                            "--add red=boardwlk", "did you mean boardwalk?")
+
+
+def test_a_folder_whose_results_cannot_be_written_is_refused_before_any_photo_is_scored(cli, tmp_path, scene,
+                                                                                       monkeypatch):
+    import knockcam.pipeline
+
+    photos = tmp_path / "night"
+    photos.mkdir()
+    (photos / "a.jpg").write_bytes(scene.photo.read_bytes())
+    out = tmp_path / "scores"
+    (out / "summary.csv").mkdir(parents=True)  # in the way of the summary
+    monkeypatch.setattr(knockcam.pipeline.Scorer, "score", lambda self, photo: pytest.fail("a photo was scored"))
+    _assert_one_clean_line(cli("score", photos, "--out", out), "summary.csv")
+
+
+def test_a_photo_whose_evidence_cannot_be_written_keeps_its_score(cli, tmp_path, scene, monkeypatch):
+    import csv
+
+    import knockcam.report.evidence
+
+    def full_disk(scored, path):
+        raise KnockcamError(f"cannot write {path}: No space left on device")
+
+    photos = tmp_path / "night"
+    photos.mkdir()
+    (photos / "a.jpg").write_bytes(scene.photo.read_bytes())
+    out = tmp_path / "scores"
+    monkeypatch.setattr(knockcam.report.evidence, "write_evidence", full_disk)
+    result = cli("score", photos, "--calibration", scene.calibration, "--reference", scene.empty,
+                 "--order", "red,yellow,green,blue", "--out", out)
+    assert result.returncode == 0, result.stderr
+    (row,) = list(csv.DictReader((out / "summary.csv").open()))
+    assert row["status"] == "ok" and row["red"] != "" and int(row["tokens"]) > 0 and row["evidence"] == ""
+    assert row["error"].startswith("scored, but no evidence picture: cannot write")
