@@ -220,18 +220,42 @@ class Calibration:
         write_atomic(path, yaml.safe_dump(self.to_dict(size_mm), sort_keys=False))
 
     @classmethod
-    def load(cls, path: str | Path) -> "Calibration":
+    def load(cls, path: str | Path, lens: bool = False) -> "Calibration":
+        """The calibration file at ``path``: a board's (where the board is in a camera's images), or with
+        ``lens`` a lens calibration (``knockcam calibrate camera``); a one-line KnockcamError for a file that is
+        not one, or is the other kind."""
         path = Path(path)
         try:
             data = yaml.safe_load(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise KnockcamError(f"calibration file not found: {path} (run 'knockcam calibrate' first)") from None
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        except IsADirectoryError:
+            raise KnockcamError(f"calibration file {path} is a folder: give the .yaml file in it") from None
+        except OSError as exc:
+            raise KnockcamError(f"cannot read calibration file {path}: {exc.strerror or exc}") from None
+        except UnicodeDecodeError:
+            raise KnockcamError(f"{path} is not a calibration file (not text: a photo?); give the .yaml file "
+                                "'knockcam calibrate' wrote") from None
+        except yaml.YAMLError as exc:
             raise KnockcamError(f"cannot read calibration file {path}: {' '.join(str(exc).split())}") from None
+        redo = "run 'knockcam calibrate camera' again" if lens else "run 'knockcam calibrate' again"
+        if not isinstance(data, dict):
+            raise KnockcamError(f"{path}: not a knockcam calibration file (it holds no fields such as homography "
+                                f"and image_size); {redo}")
         try:
-            return cls.from_dict(data)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise KnockcamError(f"{path}: not a knockcam calibration file ({exc}); run 'knockcam calibrate' again") from None
+            calibration = cls.from_dict(data)
+        except KeyError as exc:
+            raise KnockcamError(f"{path}: not a knockcam calibration file (no {exc.args[0]} field); {redo}") from None
+        except (TypeError, ValueError, IndexError) as exc:
+            reason = str(exc).split(". ")[0]  # numpy's own explanation goes on for lines
+            raise KnockcamError(f"{path}: not a knockcam calibration file ({reason}); {redo}") from None
+        if lens and calibration.camera_matrix is None:
+            raise KnockcamError(f"{path} holds no lens (camera_matrix): give --camera the file 'knockcam calibrate "
+                                "camera' wrote")
+        if not lens and calibration.method == "lens":
+            raise KnockcamError(f"{path} is a lens calibration ('knockcam calibrate camera'), not where the board is: "
+                                "give it as --camera to 'knockcam calibrate', and a board calibration here")
+        return calibration
 
     @classmethod
     def from_dict(cls, data: dict) -> "Calibration":

@@ -105,7 +105,7 @@ def run(args) -> int:
     if args.camera:
         from knockcam.calibrate.calibration import Calibration
 
-        camera = Calibration.load(args.camera)
+        camera = Calibration.load(args.camera, lens=True)
     from knockcam.calibrate import calibrate
 
     k = None if camera is None else camera.camera_matrix

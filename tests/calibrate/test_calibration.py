@@ -103,3 +103,41 @@ def test_a_resized_photo_keeps_every_board_point_where_the_resized_pixels_show_i
     np.testing.assert_allclose(big.mm_to_px(xy), (cal.mm_to_px(xy) + 0.5) * scale - 0.5, atol=1e-6)
     np.testing.assert_allclose(big.px_to_mm(big.mm_to_px(xy)), xy, atol=1e-3)
     assert big.image_size == (4032, 2268) and np.allclose(big.dist_coeffs, cal.dist_coeffs)
+
+
+@pytest.mark.parametrize("text, says", [
+    ("", "it holds no fields such as homography"),
+    ("- 1\n- 2\n", "it holds no fields such as homography"),
+    ("image_size: [1280, 720]\n", "(no homography field)"),
+    ("homography: [[1, 2], [3]]\nimage_size: [1280, 720]\n", "(setting an array element with a sequence)"),
+])
+def test_a_file_that_is_no_calibration_is_refused_in_plain_words(tmp_path, text, says):
+    path = tmp_path / "c.yaml"
+    path.write_text(text)
+    with pytest.raises(KnockcamError, match="not a knockcam calibration file") as caught:
+        Calibration.load(path)
+    assert says in str(caught.value) and "object" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_lens_file_and_a_board_file_are_told_apart(tmp_path, scene, board):
+    k = np.array([[900.0, 0, 640], [0, 900, 360], [0, 0, 1]])
+    lens = tmp_path / "camera.yaml"
+    Calibration("lens", (1280, 720), np.eye(3), k, np.zeros(5), None, "lens only: test").save(lens)
+    board_file = tmp_path / "board.yaml"
+    scene.truth.save(board_file, board.size_mm)
+    assert Calibration.load(lens, lens=True).camera_matrix[0, 0] == 900
+    with pytest.raises(KnockcamError, match="is a lens calibration .* give it as --camera"):
+        Calibration.load(lens)
+    assert scene.truth.camera_matrix is None  # a board found with no lens known
+    with pytest.raises(KnockcamError, match="holds no lens"):
+        Calibration.load(board_file, lens=True)
+    assert Calibration.load(board_file).method == scene.truth.method
+
+
+def test_a_folder_or_a_photo_given_as_a_calibration_file_is_named_so(tmp_path):
+    with pytest.raises(KnockcamError, match="is a folder: give the .yaml file in it"):
+        Calibration.load(tmp_path)
+    photo = tmp_path / "photo.yaml"
+    photo.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\xff\xfe")
+    with pytest.raises(KnockcamError, match="not a calibration file \\(not text: a photo\\?\\)"):
+        Calibration.load(photo)
