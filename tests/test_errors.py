@@ -24,3 +24,17 @@ def test_board_not_found_says_what_to_do_apart():
     with pytest.raises(KnockcamError) as err:
         calibrate_auto(np.full((360, 640, 3), 90, np.uint8), load_board())
     assert err.value.reason == "board not found" and "--corners" in err.value.what_to_do
+
+
+@pytest.mark.parametrize("argv, says", [
+    (["score"], "knockcam score: error: the following arguments are required: IMAGE|DIR (see 'knockcam score --help')"),
+    (["live", "--camera", "a"], "knockcam live: error: argument --camera: invalid int value: 'a'"),
+    (["nosuchverb"], "knockcam: error: argument VERB: invalid choice: 'nosuchverb'"),
+])
+def test_a_command_line_argparse_refuses_is_one_line_too(capsys, argv, says):
+    from knockcam.cli import main
+
+    with pytest.raises(SystemExit) as caught:
+        main(argv)
+    err = capsys.readouterr().err
+    assert caught.value.code == 2 and err.startswith(says) and err.count("\n") == 1 and "usage" not in err

@@ -20,8 +20,16 @@ VERBS = ("demo", "score", "explain", "round", "game", "board", "calibrate", "liv
          "synth", "train", "bench")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, whose errors are one line like every other knockcam error (not a usage block):
+    what is wrong, and where the options are listed. The verbs' parsers are made of this class too."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="knockcam",
         description="Score Monopoly Knockout from a photo or a camera: who landed where, who gets paid.",
     )
