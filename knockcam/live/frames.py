@@ -200,6 +200,8 @@ def video_source(path: str, start_index: int = 0) -> CaptureSource:
 
     from pathlib import Path
 
+    if Path(path).is_dir():
+        raise KnockcamError(f"--video {path} is a folder: give a video file")
     if not Path(path).is_file():
         raise KnockcamError(f"video file not found: {path}")
     try:

@@ -17,6 +17,8 @@ from typing import Any
 from knockcam.errors import KnockcamError
 from knockcam.files import file_in_the_way, read_text, replace_atomically
 
+LOG_FORMAT = 1  # the game log's format, written in its start line; a later one is refused, not misread
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 
@@ -145,4 +147,8 @@ def read_log(path: str | Path) -> list[dict]:
         entries.append(entry)
     if entries and entries[0].get("kind") != "start":
         raise KnockcamError(f"{path}: not a knockcam game log (it must begin with a 'start' line)")
+    written = entries[0].get("format", LOG_FORMAT) if entries else LOG_FORMAT
+    if not isinstance(written, int) or written > LOG_FORMAT:
+        raise KnockcamError(f"{path}: a game log of format {written!r}, written by a newer knockcam (this one reads "
+                            f"format {LOG_FORMAT}): update knockcam to read it")
     return entries

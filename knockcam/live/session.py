@@ -22,7 +22,7 @@ from knockcam.detect import Unreadable, check_photo_light
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
 from knockcam.live.frames import Frame, Trouble
-from knockcam.live.log import GameLog, check_new, read_log
+from knockcam.live.log import LOG_FORMAT, GameLog, check_new, read_log
 from knockcam.live.motion import MotionGate
 from knockcam.live.prompts import NeedAnswer, ReplayPrompter
 from knockcam.live.tracker import Observation, Still, Tracker
@@ -107,7 +107,7 @@ def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side:
     path = Path(path)
     check_new(path)
     log = GameLog(path, fsync=fsync)
-    log.append("start", format=1, order=list(order), board=board_path, tokens_per_side=int(tokens_per_side),
+    log.append("start", format=LOG_FORMAT, order=list(order), board=board_path, tokens_per_side=int(tokens_per_side),
                reslide_off_board=reslide_off_board, review=review, source=source)
     if calibration is not None:
         log_calibration(log, calibration, None)

@@ -140,6 +140,9 @@ def parse_game(data: Any, where: str = "game") -> dict[str, Any]:
     """A game mapping's settings and round list (shapes only; the Game validates the rest)."""
     if not isinstance(data, dict):
         raise KnockcamError(f"{where}: a game is a mapping with order and rounds (and optional pot, cash, ...)")
+    if "rounds" not in data and "tokens" in data:  # one round's file: the other verb reads it
+        raise KnockcamError(f"{where}: this is one round (tokens, no rounds): score it with 'knockcam round', or "
+                            "list it under rounds: for a game")
     _check_fields(data, GAME_FIELDS, where)
     if "order" not in data:
         raise _bad(where, "order", "missing (round 1's turn order)", "R6")

@@ -188,6 +188,8 @@ def test_nothing_is_written_when_the_game_cannot_start(tmp_path, monkeypatch, ca
     assert "--show needs a display" in capsys.readouterr().err
     assert main(["live", "--video", str(tmp_path / "missing.avi"), "--sides", "red,blue", "--log", str(log)]) == 2
     assert "video file not found" in capsys.readouterr().err
+    assert main(["live", "--video", str(tmp_path), "--sides", "red,blue", "--log", str(log)]) == 2
+    assert f"--video {tmp_path} is a folder" in capsys.readouterr().err
     cut = tmp_path / "empty.jpg"  # an empty-board frame copied short: refused like any photo (knockcam.files)
     cut.write_bytes(b"\xff\xd8\xff\xe0" + bytes(2000))
     assert main(["live", "--video", str(demo_files["video"]), "--reference", str(cut), "--sides", "red,blue",
@@ -210,3 +212,12 @@ def test_nothing_is_written_when_the_game_cannot_start(tmp_path, monkeypatch, ca
     assert f"cannot write game log {blocker / 'game.jsonl'}: {blocker} is a file, not a folder" in err
     assert err.count("\n") == 1 and blocker.read_text() == "x"
     assert not log.exists()
+
+
+def test_a_game_log_of_a_later_format_is_refused_not_misread(tmp_path):
+    log = tmp_path / "g.jsonl"
+    log.write_text(json.dumps({"seq": 0, "kind": "start", "format": 99, "order": ["red", "blue"]}) + "\n")
+    with pytest.raises(KnockcamError, match="format 99, written by a newer knockcam"):
+        read_log(log)
+    log.write_text(json.dumps({"seq": 0, "kind": "start", "format": 1, "order": ["red", "blue"]}) + "\n")
+    assert read_log(log)[0]["format"] == 1

@@ -173,3 +173,9 @@ def test_a_mangled_round_or_game_file_is_scored_or_refused_in_one_line(tmp_path)
         path.write_text(json.dumps(mangled(examples[verb], rng)))
         refused += answered_in_one_line(main, [verb, str(path), "--json"]) == 2
     assert 0 < refused < 300  # some manglings still make a valid file
+
+
+def test_a_round_file_given_to_game_is_sent_to_round(capsys):
+    assert main(["game", str(ROUND)]) == 2
+    err = capsys.readouterr().err
+    assert "this is one round" in err and "knockcam round" in err and err.count("\n") == 1
