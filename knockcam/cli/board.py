@@ -166,8 +166,10 @@ def _write_png(path: Path, image) -> None:
     """Encode and write atomically (knockcam.files.write_atomic)."""
     import cv2
 
-    suffix = path.suffix.lower() or ".png"
-    ok, data = cv2.imencode(suffix if suffix in (".png", ".jpg", ".jpeg") else ".png", image)
+    suffix = path.suffix.lower()
+    if suffix not in (".png", ".jpg", ".jpeg"):
+        raise KnockcamError(f"{path}: a picture is written as .png or .jpg: give a path ending in .png")
+    ok, data = cv2.imencode(suffix, image)
     if not ok:
         raise KnockcamError(f"cannot encode an image for {path}")
     write_atomic(path, data.tobytes())

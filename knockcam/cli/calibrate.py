@@ -92,14 +92,15 @@ def run(args) -> int:
     if verb == "camera" and not Path(verb).is_file():
         from knockcam.calibrate.lens import calibrate_lens
 
+        out = _yaml_out(args.out or "calibration/camera.yaml")
         photos = [load_photo(p, "ChArUco photo") for p in args.target[1:]]  # a missing one is named first
         cal = calibrate_lens(photos)
-        out = Path(args.out or "calibration/camera.yaml")
         cal.save(out)
         print(f"lens calibrated ({cal.error_source}); wrote {out}; pass --camera {out}")
         return 0
     if len(args.target) != 1:
         raise KnockcamError("calibrate takes one image (or: camera IMAGES..., sheet, bench)")
+    out = _yaml_out(args.out or f"calibration/{Path(verb).stem}.yaml")
     image = load_photo(verb)
     camera = None
     if args.camera:
@@ -128,7 +129,6 @@ def run(args) -> int:
         cal = calibrate(image, board, reference=reference, camera=camera, max_error_mm=args.max_error)
     else:
         cal = calibrate(image, board, corners=args.corners, camera=camera, max_error_mm=args.max_error)
-    out = Path(args.out or f"calibration/{Path(verb).stem}.yaml")
     cal.save(out, board.size_mm)
     if args.json:
         print(json.dumps({**cal.to_dict(board.size_mm), "file": str(out)}))
@@ -140,6 +140,13 @@ def run(args) -> int:
         print(f"  how: {cal.error_source}")
         print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
     return 0
+
+
+def _yaml_out(path: str) -> Path:
+    """Where a calibration file goes: a .yaml path (a .png there would hold YAML no viewer opens)."""
+    if Path(path).suffix.lower() not in (".yaml", ".yml"):
+        raise KnockcamError(f"--out {path}: a calibration file is YAML: give a path ending in .yaml")
+    return Path(path)
 
 
 def _speed(board, results: str) -> int:

@@ -92,6 +92,11 @@ def test_a_png_scale_too_small_or_too_large_is_refused_in_one_line(tmp_path, cap
     assert "--px-per-mm must be between 0.2 and 10" in capsys.readouterr().err and not out.exists()
 
 
+def test_a_picture_is_written_only_to_a_picture_path(tmp_path, capsys):
+    assert main(["board", "--png", str(tmp_path / "board.txt")]) == 2
+    assert "give a path ending in .png" in capsys.readouterr().err and not list(tmp_path.iterdir())
+
+
 def fake_photo(path):
     """A perspective view of the drawn board, and the pixel corners it was placed at."""
     board = load_board()

@@ -142,3 +142,11 @@ def test_max_error_accepts_a_board_refused_for_its_estimate_and_saves_it(tmp_pat
     assert main(["calibrate", str(photo), "--auto", "--max-error", "5", "--out", str(out)]) == 0
     saved = Calibration.load(out)
     assert 3.0 < saved.error_mm <= 5.0 and saved.grid_share >= 0.6  # the grid placed it, most of it seen
+
+
+def test_a_calibration_file_is_written_only_to_a_yaml_path(tmp_path, capsys):
+    for argv in (["calibrate", str(tmp_path / "missing.jpg"), "--out", str(tmp_path / "c.png")],
+                 ["calibrate", "camera", str(tmp_path / "missing.jpg"), "--out", str(tmp_path / "lens.png")]):
+        assert main(argv) == 2  # before the photo is looked for
+        assert "a calibration file is YAML: give a path ending in .yaml" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
