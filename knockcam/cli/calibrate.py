@@ -64,13 +64,11 @@ def run(args) -> int:
         return _speed(board, args.out or "bench/calibration.md")
     if verb == "bench" and len(args.target) == 1:
         from knockcam.calibrate.bench import run_bench
+        from knockcam.files import check_writable
 
         if args.scenes < 1 or args.held_out < 0:
             raise KnockcamError(f"calibrate bench needs --scenes 1 or more and --held-out 0 or more, not "
                                 f"{args.scenes} and {args.held_out}")
-
-        from knockcam.files import check_writable
-
         out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
         text = run_bench(board, args.scenes, out, held_out=args.held_out)
         print(text)

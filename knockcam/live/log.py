@@ -19,6 +19,7 @@ from knockcam.files import file_in_the_way, read_text, replace_atomically
 
 LOG_FORMAT = 1  # the game log's format, written in its start line; a later one is refused, not misread
 
+
 def _now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="milliseconds")
 

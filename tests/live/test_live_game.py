@@ -203,7 +203,8 @@ def test_a_calibration_or_empty_board_frame_for_another_frame_size_is_refused_be
     empty = cv2.imread(str(demo_files["reference"]))
     cv2.imwrite(str(small), cv2.resize(empty, (empty.shape[1] // 2, empty.shape[0] // 2)))
     log = tmp_path / "game.jsonl"
-    for given, said in ((["--calibration", str(halved)], "--calibration"), (["--reference", str(small)], "--reference")):
+    for given, said in ((["--calibration", str(halved)], "--calibration"),
+                        (["--reference", str(small)], "--reference")):
         assert main(["live", "--video", str(demo_files["video"]), "--sides", "red,blue", "--log", str(log),
                      *given]) == 2
         err = capsys.readouterr().err
