@@ -149,7 +149,7 @@ def _run(args: argparse.Namespace) -> int:
     from knockcam.errors import KnockcamError
     from knockcam.files import load_photo
     from knockcam.live.frames import camera_source, size_note, video_source
-    from knockcam.live.log import check_new, read_log
+    from knockcam.live.log import check_new, read_game_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
     from knockcam.live.session import LiveGame, new_log
 
@@ -164,10 +164,7 @@ def _run(args: argparse.Namespace) -> int:
     source = None
     if args.resume:
         log_path = Path(args.resume)
-        entries = read_log(log_path)
-        if not entries:  # a crash while the game was starting: nothing was played or answered yet
-            raise KnockcamError(f"{log_path}: no game was started in this log (it is empty or its first line is "
-                                "cut off): start a new game with another --log, or delete this file")
+        entries = read_game_log(log_path)
         start = entries[0]
         n_answers = sum(1 for e in entries if e["kind"] == "answer")
         board = load_board(start.get("board"))

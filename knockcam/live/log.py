@@ -153,3 +153,13 @@ def read_log(path: str | Path) -> list[dict]:
         raise KnockcamError(f"{path}: a game log of format {written!r}, written by a newer knockcam (this one reads "
                             f"format {LOG_FORMAT}): update knockcam to read it")
     return entries
+
+
+def read_game_log(path: str | Path) -> list[dict]:
+    """``read_log`` of a log a game is to be rebuilt from (resumed or replayed): a one-line KnockcamError when
+    it holds no game, as a crash while a game was starting leaves it (empty, or its first line cut off)."""
+    entries = read_log(path)
+    if not entries:
+        raise KnockcamError(f"{path}: no game was started in this log (it is empty or its first line is cut off): "
+                            "nothing to resume or replay; start a new game with another --log, or delete this file")
+    return entries

@@ -22,7 +22,7 @@ from knockcam.detect import Unreadable, check_photo_light
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
 from knockcam.live.frames import Frame, Trouble
-from knockcam.live.log import LOG_FORMAT, GameLog, check_new, read_log
+from knockcam.live.log import LOG_FORMAT, GameLog, check_new, read_game_log
 from knockcam.live.motion import MotionGate
 from knockcam.live.prompts import NeedAnswer, ReplayPrompter
 from knockcam.live.tracker import Observation, Still, Tracker
@@ -139,9 +139,7 @@ class LiveGame:
     def __init__(self, log_path: str | Path, prompter, *, display=None, board: Board | None = None,
                  live: bool = True, fsync: bool = True, model="auto", max_error_mm: float | None = None):
         self.log_path = Path(log_path)
-        entries = read_log(self.log_path)
-        if not entries:
-            raise KnockcamError(f"{self.log_path}: empty game log")
+        entries = read_game_log(self.log_path)
         self.display = display
         self.model = model
         self.max_error_mm = max_error_mm  # the automatic calibration's limit (None: calibrate.yaml's)
