@@ -117,15 +117,23 @@ def run(args: argparse.Namespace) -> int:
 
 def _speed(board, model, results: str) -> int:
     """``knockcam bench --speed``: this machine's speed check, and the one ``results`` recorded."""
-    from rich.console import Console
-
-    from knockcam.bench import compare_speed, speed_check, speed_text
+    from knockcam.bench import speed_check, speed_text
 
     here = speed_check(board, model)
+    return print_speed(speed_text(here), here, results)
+
+
+def print_speed(line: str, here: dict[str, float], results: str) -> int:
+    """A benchmark's ``--speed``: the speed check's ``line`` for this machine (``here``: its medians), then how
+    it compares with the one the results file ``results`` recorded."""
+    from rich.console import Console
+
+    from knockcam.bench import compare_speed
+
     console = Console(soft_wrap=True)  # a path or a figure is not broken across lines
-    console.print(speed_text(here))
-    for line in compare_speed(here, results):
-        console.print(line)
+    console.print(line)
+    for compared in compare_speed(here, results):
+        console.print(compared)
     return 0
 
 

@@ -149,17 +149,11 @@ def _yaml_out(path: str) -> Path:
 
 def _speed(board, results: str) -> int:
     """``knockcam calibrate bench --speed``: this machine's speed check, and the one ``results`` recorded."""
-    from rich.console import Console
-
-    from knockcam.bench import compare_speed
     from knockcam.calibrate.bench import speed_check, speed_text
+    from knockcam.cli.bench import print_speed
 
     here = speed_check(board)
-    console = Console(soft_wrap=True)  # a path or a figure is not broken across lines
-    console.print(speed_text(here))
-    for line in compare_speed(here, results):
-        console.print(line)
-    return 0
+    return print_speed(speed_text(here), here, results)
 
 
 def _tune(board, args) -> int:
