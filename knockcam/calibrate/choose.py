@@ -157,11 +157,42 @@ def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: 
                            camera_matrix=None, dist_coeffs=None, max_error_mm: float | None = None) -> Calibration:
     """Four corners the user gave (``method``: typed "corners" or "click"ed), snapped to the printed
     lines where they confirm them (knockcam.calibrate.corners), checked by ``check_corners``."""
-    from knockcam.calibrate.corners import calibrate_corners, snap
+    from knockcam.calibrate.corners import ORDER, calibrate_corners, corners_text, snap
 
     size = (int(image.shape[1]), int(image.shape[0]))
-    given = calibrate_corners(corners_px, board, size, method, camera_matrix, dist_coeffs)
-    return check_corners(snap(image, given, board), max_error_mm)
+    try:
+        given = calibrate_corners(corners_px, board, size, method, camera_matrix, dist_coeffs)
+        return check_corners(snap(image, given, board), max_error_mm)
+    except KnockcamError as exc:  # a refusal: perhaps only the order is wrong
+        fits = _another_order(image, board, corners_px, method, camera_matrix, dist_coeffs, max_error_mm)
+        if fits is None:
+            raise
+        again = "click them again in that order, or " if method == "click" else ""
+        raise KnockcamError(f"these corners fit the board's printed lines only in another order ({ORDER}; "
+                            "near-left is at the GO! end)", f"{again}give --corners \"{corners_text(fits)}\"") from exc
+
+
+def _another_order(image: np.ndarray, board: Board, corners_px, method: str, camera_matrix, dist_coeffs,
+                   max_error_mm: float | None) -> np.ndarray | None:
+    """The given corners in the order the photo's printed lines confirm within the error limit, when the
+    order given was refused (started at another corner, or mirrored): the board turned or mirrored fits
+    the grid nowhere near, so only the true order is confirmed. None when no other order is."""
+    from knockcam.calibrate.corners import calibrate_corners, orders, snap
+
+    size = (int(image.shape[1]), int(image.shape[0]))
+    given = np.asarray(corners_px, dtype=np.float64).reshape(-1, 2)
+    best, best_error = None, math.inf
+    for order in orders(given):
+        if np.array_equal(order, given):
+            continue
+        try:
+            placed = snap(image, calibrate_corners(order, board, size, method, camera_matrix, dist_coeffs), board)
+            check(placed, max_error_mm)
+        except KnockcamError:
+            continue
+        if placed.grid_share is not None and placed.error_mm < best_error:
+            best, best_error = order, placed.error_mm
+    return best
 
 
 def check_corners(cal: Calibration, max_error_mm: float | None = None) -> Calibration:

@@ -34,6 +34,29 @@ def parse_corners(text: str) -> np.ndarray:
     return np.array([float(v) for v in numbers]).reshape(4, 2)
 
 
+def orders(corners_px) -> list[np.ndarray]:
+    """The four points in each order that could be a board's near-left, near-right, far-right, far-left
+    seen from above (anticlockwise on screen: four turns), or none when they are not the corners of a
+    convex quadrilateral. Corners typed or clicked in another order are one of these."""
+    pts = np.asarray(corners_px, dtype=np.float64).reshape(-1, 2)
+    if pts.shape != (4, 2) or not np.isfinite(pts).all():
+        return []
+    centre = pts.mean(axis=0)
+    # with y down, the angle about the centre grows clockwise on screen: the board's order runs back
+    ring = pts[np.argsort(np.arctan2(pts[:, 1] - centre[1], pts[:, 0] - centre[0]))][::-1]
+    edge = np.roll(ring, -1, axis=0) - ring
+    cross = edge[:, 0] * np.roll(edge, -1, axis=0)[:, 1] - edge[:, 1] * np.roll(edge, -1, axis=0)[:, 0]
+    if not (cross < 0).all():  # one point inside the others' triangle, or three on a line
+        return []
+    return [np.roll(ring, -turn, axis=0) for turn in range(4)]
+
+
+def corners_text(corners_px) -> str:
+    """Four corners in --corners' form, to a tenth of a pixel."""
+    return " ".join(f"{round(float(x), 1):g},{round(float(y), 1):g}"
+                    for x, y in np.asarray(corners_px, np.float64).reshape(4, 2))
+
+
 def calibrate_corners(corners_px, board: Board, image_size: tuple[int, int], method: str = "corners",
                       camera_matrix=None, dist_coeffs=None) -> Calibration:
     """The homography through the four board corners; its error is an estimate, not a residual.

@@ -103,29 +103,10 @@ def _print_table(board) -> None:
         console.print("(each space's centre and size: in a terminal 110 columns wide, or 'knockcam board --json')")
 
 
-def parse_corners(text: str) -> list[tuple[float, float]]:
-    """'x,y x,y x,y x,y' -> four (x, y) pixel points."""
-    points = []
-    for item in text.replace(";", " ").split():
-        parts = item.split(",")
-        try:
-            if len(parts) != 2:
-                raise ValueError
-            points.append((float(parts[0]), float(parts[1])))
-        except ValueError:
-            raise KnockcamError(f"--corners: {item!r} is not x,y; give four corners like "
-                                '"102,880 610,870 520,95 180,100"') from None
-    if len(points) != 4:
-        raise KnockcamError(f"--corners needs 4 points (near-left, near-right, far-right, far-left), not {len(points)}")
-    return points
-
-
 def run_check(args) -> int:
-    import cv2
-    import numpy as np
-
     from knockcam.board import load_board
     from knockcam.calibrate.calibration import Calibration
+    from knockcam.calibrate.corners import calibrate_corners, parse_corners
 
     board = load_board(getattr(args, "board", None))
     photo = Path(args.photo)
@@ -137,18 +118,8 @@ def run_check(args) -> int:
             raise KnockcamError(f"{args.calibration} is for {calibration.image_size[0]}x{calibration.image_size[1]} "
                                 f"images, {photo} is {w}x{h}: give the photo from that camera, or --corners")
         return _write_check(image, calibration, board, photo, args.out)
-    corners = parse_corners(args.corners)
-    for x, y in corners:
-        if not (0 <= x < w and 0 <= y < h):
-            raise KnockcamError(f"--corners: point ({x:g}, {y:g}) is outside the photo ({w} x {h} px)")
-    width, length = board.size_mm
-    board_mm = np.array([(0, 0), (width, 0), (width, length), (0, length)], dtype=np.float32)
-    px = np.array(corners, dtype=np.float32)
-    if abs(cv2.contourArea(px)) < 100 or not cv2.isContourConvex(px.reshape(-1, 1, 2)):
-        raise KnockcamError("--corners do not form a convex quadrilateral: give them in the order "
-                            "near-left, near-right, far-right, far-left")
-    homography = cv2.getPerspectiveTransform(board_mm, px)
-    calibration = Calibration(method="corners", image_size=(w, h), homography=homography.astype(np.float64))
+    # as given, not snapped to the printed lines: the outlines drawn show where this board file puts them
+    calibration = calibrate_corners(parse_corners(args.corners), board, (w, h))
     return _write_check(image, calibration, board, photo, args.out)
 
 

@@ -157,16 +157,17 @@ def test_check_takes_a_calibration_file_instead_of_corners(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("corners, expect", [
-    ("1,2 3,4 5,6", "needs 4 points"),
-    ("1,2 3,4 5,6 x,7", "is not x,y"),
+    ("1,2 3,4 5,6", "needs four x,y pixel pairs"),
+    ("1,2 3,4 5,6 x,7", "needs four x,y pixel pairs"),
     ("150,900 560,120 750,880 300,130", "convex"),
-    ("150,900 750,880 560,120 300,5000", "outside the photo"),
+    ("150,900 750,880 560,120 300,5000", "far outside the 900x1000 image"),
+    ("750,880 150,900 300,130 560,120", "the corners are mirrored"),
 ])
 def test_check_bad_corners(tmp_path, capsys, corners, expect):
     photo = tmp_path / "photo.jpg"
     fake_photo(photo)
-    assert main(["board", "check", str(photo), "--corners", corners]) == 2
-    assert expect in capsys.readouterr().err
+    assert main(["board", "check", str(photo), "--corners", corners, "--out", str(tmp_path / "check.png")]) == 2
+    assert expect in capsys.readouterr().err and not (tmp_path / "check.png").exists()
 
 
 def test_check_missing_photo(tmp_path, capsys):

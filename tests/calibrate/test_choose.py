@@ -196,6 +196,40 @@ def test_refused_corners_are_told_what_helps(board):
         check_corners(_placed(3.5, "estimate: RMS over the board if each corner is off by 1.5 px (1 sigma)"), None)
 
 
+@pytest.mark.parametrize("turned", ["from the far end", "mirrored", "crossed", "clicked from the far end"])
+def test_corners_in_another_order_are_told_the_order_the_printed_lines_fit(board, turned):
+    """Fixture all_16_tokens: its true corners from the far end are refused (5.1 mm, the printed lines do
+    not confirm them), mirrored or crossed they make no board; each refusal gives the corners in order."""
+    import json
+    from pathlib import Path
+
+    import cv2
+
+    from knockcam.calibrate.choose import calibrate_from_corners
+    from knockcam.calibrate.corners import parse_corners
+
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    image = cv2.imread(str(scenes / "all_16_tokens.jpg"))
+    truth = np.array(json.loads((scenes / "all_16_tokens.json").read_text())["corners_px"])
+    given = {"from the far end": np.roll(truth, 2, axis=0), "mirrored": truth[[1, 0, 3, 2]],
+             "crossed": truth[[0, 2, 1, 3]], "clicked from the far end": np.roll(truth, 2, axis=0)}[turned]
+    method = "click" if turned.startswith("clicked") else "corners"
+    with pytest.raises(KnockcamError) as refused:
+        calibrate_from_corners(image, board, given, method)
+    said = str(refused.value)
+    assert said.startswith("these corners fit the board's printed lines only in another order")
+    assert ("click them again in that order, or give --corners" in said) == (method == "click")
+    assert np.abs(parse_corners(said.split("--corners ")[1]) - truth).max() < 0.1
+    assert calibrate_from_corners(image, board, parse_corners(said.split("--corners ")[1])).error_mm < 3.0
+
+
+def test_corners_no_other_order_fits_keep_their_own_refusal(scene, board):
+    """A board whose print does not confirm any order (this render's lines are too faint to snap to)."""
+    corners = scene.truth.mm_to_px(board_corners_mm(board))
+    with pytest.raises(KnockcamError, match="mirrored"):
+        calibrate(scene.image, board, corners=corners[::-1])
+
+
 def test_no_max_error_is_offered_where_the_printed_grid_is_poorly_seen(board):
     """Render 3017 (a tuning scene, 58 degrees from overhead): 56% of the grid's samples sit on a
     printed line, and the board is placed 176 mm off with an estimate of 3.9 mm. On 200 tuning

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.corners import calibrate_corners, parse_corners, snap
+from knockcam.calibrate.corners import calibrate_corners, corners_text, orders, parse_corners, snap
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm, corner_uncertainty_mm
 from knockcam.errors import KnockcamError
 
@@ -51,6 +51,28 @@ def test_mirrored_or_scrambled_corners_are_refused(scene, board):
         calibrate_corners(corners[::-1], board, scene.truth.image_size)
     with pytest.raises(KnockcamError, match="convex"):
         calibrate_corners(corners[[0, 2, 1, 3]], board, scene.truth.image_size)
+
+
+def test_orders_are_the_four_turns_that_run_like_a_board_seen_from_above(scene, board):
+    """Whatever order four corners come in (turned, mirrored, crossed), the board's own order is one of
+    the four turns offered, and every turn runs the way a board seen from above does."""
+    from knockcam.calibrate.quality import plausible
+
+    corners = scene.truth.mm_to_px(board_corners_mm(board))
+    for given in (corners, corners[::-1], np.roll(corners, 2, axis=0), corners[[0, 2, 1, 3]]):
+        turns = orders(given)
+        assert len(turns) == 4 and sum(np.array_equal(t, corners) for t in turns) == 1
+        for turn in turns:
+            hom = cv2.findHomography(board_corners_mm(board), turn)[0]
+            assert "mirrored" not in (plausible(hom, board, scene.truth.image_size) or "")
+    inside = np.array([[0.0, 0], [100, 0], [50, 80], [50, 20]])  # the last point inside the others' triangle
+    assert orders(inside) == [] and orders(corners[:3]) == []
+
+
+def test_corners_text_is_what_parse_corners_reads():
+    corners = np.array([[963.705, 168.653], [771.614, 14.589], [416.0, 452.385], [608.861, 608.368]])
+    assert corners_text(corners) == "963.7,168.7 771.6,14.6 416,452.4 608.9,608.4"
+    assert np.abs(parse_corners(corners_text(corners)) - corners).max() <= 0.05 + 1e-9
 
 
 def test_error_estimate_grows_with_corner_uncertainty(scene, board):
