@@ -34,21 +34,59 @@ def read_text(path: str | Path, what: str, hint: str = "") -> str:
         raise KnockcamError(f"cannot read {what} {path}: {exc}") from None
 
 
-def parse_json_or_yaml(text: str, path: str | Path) -> Any:
-    """Parse ``text`` as JSON when ``path`` ends in .json, else as YAML; a syntax error says where it is."""
-    path = Path(path)
-    if path.suffix.lower() == ".json":
+class _Twice(ValueError):
+    """A key given twice in one mapping of a JSON or YAML file."""
+
+
+def _refuse_twice(pairs: list[tuple[str, Any]]) -> dict:
+    """A JSON object's pairs as a dict, or ``_Twice`` when a key is given twice (json would keep the last)."""
+    seen: dict = {}
+    for key, value in pairs:
+        if key in seen:
+            raise _Twice(f"{key!r} is given twice in one object")
+        seen[key] = value
+    return seen
+
+
+class _YamlLoader(yaml.SafeLoader):
+    """YAML's safe loader, refusing a key given twice in one mapping (YAML would keep the last)."""
+
+    def construct_mapping(self, node, deep=False):
+        seen = set()
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            try:
+                twice = key in seen
+            except TypeError:  # a list or mapping as a key: the constructor says what is wrong with it
+                break
+            if twice:
+                raise _Twice(f"{key!r} is given twice in one mapping at line {key_node.start_mark.line + 1}")
+            seen.add(key)
+        return super().construct_mapping(node, deep)
+
+
+def parse_json_or_yaml(text: str, path: str | Path, what: str = "") -> Any:
+    """Parse ``text`` as JSON when ``path`` ends in .json, else as YAML; a syntax error says where it is,
+    and a key given twice is refused (the first entry would be lost without a word). ``what``: the kind
+    of file, named before its path in an error."""
+    where = f"{what} {path}" if what else str(path)
+    again = "keep one of them"
+    if Path(path).suffix.lower() == ".json":
         try:
-            return json.loads(text)
+            return json.loads(text, object_pairs_hook=_refuse_twice)
         except json.JSONDecodeError as exc:
-            raise KnockcamError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+            raise KnockcamError(f"{where}: not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+        except _Twice as exc:
+            raise KnockcamError(f"{where}: {exc}", again) from None
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_YamlLoader)
+    except _Twice as exc:
+        raise KnockcamError(f"{where}: {exc}", again) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         at = f" at line {mark.line + 1} column {mark.column + 1}" if mark is not None else ""
         problem = getattr(exc, "problem", None) or "syntax error"
-        raise KnockcamError(f"{path}: not valid YAML: {problem}{at}") from None
+        raise KnockcamError(f"{where}: not valid YAML: {problem}{at}") from None
 
 
 def file_in_the_way(path: Path) -> Path | None:

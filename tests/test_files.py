@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from knockcam.errors import KnockcamError
-from knockcam.files import check_writable, load_photo, read_text, write_atomic
+from knockcam.files import check_writable, load_photo, parse_json_or_yaml, read_text, write_atomic
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
 from synthetic_scene import scene  # noqa: E402
@@ -46,6 +46,25 @@ def test_where_a_file_cannot_be_written_is_said_before_writing(tmp_path, monkeyp
 def test_a_folder_given_for_a_file_to_read_says_so(tmp_path):
     with pytest.raises(KnockcamError, match=f"round file {tmp_path} is a folder, not a file"):
         read_text(tmp_path, "round file")
+
+
+@pytest.mark.parametrize("name, text, says", [
+    ("round.json", '{"positions": {"red": ["boardwalk"], "red": ["go"]}}', "'red' is given twice in one object"),
+    ("round.yaml", "positions:\n  red: [boardwalk]\n  blue: [go]\n  red: [go]\n",
+     "'red' is given twice in one mapping at line 4"),
+])
+def test_a_key_given_twice_is_refused_not_half_kept(name, text, says):
+    """JSON and YAML keep the last of two equal keys: the first entry (a token's place) would be lost."""
+    with pytest.raises(KnockcamError) as refused:
+        parse_json_or_yaml(text, name)
+    assert str(refused.value) == f"{name}: {says}: keep one of them"
+
+
+def test_the_same_key_in_two_mappings_is_fine_and_errors_name_the_kind_of_file():
+    assert parse_json_or_yaml("a: {x: 1}\nb: {x: 2}\n", "f.yaml") == {"a": {"x": 1}, "b": {"x": 2}}
+    assert parse_json_or_yaml('[{"x": 1}, {"x": 2}]', "f.json") == [{"x": 1}, {"x": 2}]
+    with pytest.raises(KnockcamError, match=r"^calibration file c.yaml: not valid YAML: .* at line 3 column 1$"):
+        parse_json_or_yaml("a: [1,\nb: 2\n", "c.yaml", "calibration file")
 
 
 def test_load_photo_reads_a_good_jpeg_and_png(tmp_path):

@@ -16,7 +16,7 @@ import numpy as np
 import yaml
 
 from knockcam.errors import KnockcamError
-from knockcam.files import write_atomic
+from knockcam.files import parse_json_or_yaml, write_atomic
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ class Calibration:
         not one, or is the other kind."""
         path = Path(path)
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise KnockcamError(f"calibration file not found: {path} (run 'knockcam calibrate' first)") from None
         except IsADirectoryError:
@@ -236,8 +236,7 @@ class Calibration:
         except UnicodeDecodeError:
             raise KnockcamError(f"{path} is not a calibration file (not text: a photo?); give the .yaml file "
                                 "'knockcam calibrate' wrote") from None
-        except yaml.YAMLError as exc:
-            raise KnockcamError(f"cannot read calibration file {path}: {' '.join(str(exc).split())}") from None
+        data = parse_json_or_yaml(text, path, "calibration file")
         redo = "run 'knockcam calibrate camera' again" if lens else "run 'knockcam calibrate' again"
         if not isinstance(data, dict):
             raise KnockcamError(f"{path}: not a knockcam calibration file (it holds no fields such as homography "

@@ -87,6 +87,7 @@ def test_round_bad_input_exits_2_with_one_line(tmp_path, capsys, change, needle)
     ("round.json", '{"order": ["red", "blue"], "pot": 500,', "not valid JSON"),
     ("round.yaml", "order: [red, blue\npot: 500\n", "not valid YAML"),
     ("round.yaml", "- just\n- a list\n", "a round is a mapping"),
+    ("round.yaml", "order: [red, blue]\npot: 500\norder: [blue, red]\n", "'order' is given twice"),
 ])
 def test_round_malformed_file_exits_2(tmp_path, capsys, name, text, needle):
     path = tmp_path / name
