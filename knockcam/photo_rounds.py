@@ -15,7 +15,7 @@ from typing import Any
 
 from knockcam.assign import ADDED, CLOSE_CALL, EXTRA_TOKEN, HUMAN_CALL, NOT_A_TOKEN, doubt_words
 from knockcam.errors import KnockcamError
-from knockcam.pipeline import ScoreOptions, Scorer, placements, unseen
+from knockcam.pipeline import EntryRefused, ScoreOptions, Scorer, placements, unseen
 from knockcam.rules.parse import ROUND_FIELDS
 
 PHOTO_FIELDS = ("photo", "calls", "add")  # what a round scored from a photo has instead of tokens
@@ -35,17 +35,26 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
     order = tuple(data.get("order") or ())
     rounds, seen = [], {}
     photos = [(i, item) for i, item in enumerate(data.get("rounds") or []) if isinstance(item, dict) and "photo" in item]
+    scorers = {}
     for i, item in photos:  # every photo round is checked before the first is scored, which takes seconds
-        _check_photo_round(item, f"{where}: rounds[{i}]")
+        at = f"{where}: rounds[{i}]"
+        _check_photo_round(item, at, base)
+        try:
+            scorers[i] = Scorer(ScoreOptions(board=board_file, calls=_calls(item.get("calls"), at),
+                                             added=_added(item.get("add"), at), **fixed))
+        except EntryRefused as exc:
+            raise KnockcamError(f"{at}.{_entry(exc)}") from None
+        except KnockcamError as exc:  # the board file or the camera's files
+            raise KnockcamError(f"{where}: {exc}") from None
     for i, item in enumerate(data.get("rounds") or []):
-        if not (isinstance(item, dict) and "photo" in item):
+        if i not in scorers:
             rounds.append(item)
             continue
         at = f"{where}: rounds[{i}]"
         try:
-            scorer = Scorer(ScoreOptions(board=board_file, calls=_calls(item.get("calls"), at),
-                                         added=_added(item.get("add"), at), **fixed))
-            scored = scorer.score(base / str(item["photo"]))
+            scored = scorers[i].score(base / str(item["photo"]))
+        except EntryRefused as exc:  # a call of a token number the photo does not show
+            raise KnockcamError(f"{at}.{_entry(exc)}") from None
         except KnockcamError as exc:
             raise KnockcamError(f"{at}.photo {item['photo']}: {exc}") from None
         tokens, notes = _tokens_and_notes(scored, order)
@@ -83,13 +92,22 @@ def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[
     return [{"side": t.side, "space": t.space} for t in given], notes
 
 
-def _check_photo_round(item: dict, at: str) -> None:
-    """KnockcamError naming what a photo round cannot have: tokens too, a photo that is no path, a field the
-    round does not take (a camera's entries say where they go)."""
+def _entry(exc: EntryRefused) -> str:
+    """A refused call or added token as the game file gives it: ``calls: {5: chance}`` or ``add: [red=go]``."""
+    entry = f"calls {{{exc.key}: {exc.value}}}" if exc.flag == "call" else f"add [{exc.key}={exc.value}]"
+    return f"{entry}: {exc.detail}"
+
+
+def _check_photo_round(item: dict, at: str, base: Path) -> None:
+    """KnockcamError naming what a photo round cannot have: tokens too, a photo that is no path or not there
+    (``base``: the game file's folder), a field the round does not take (a camera's entries say where they go)."""
     if "tokens" in item:
         raise KnockcamError(f"{at}: give its tokens or a photo, not both")
     if not isinstance(item["photo"], str):
         raise KnockcamError(f"{at}.photo: a photo's path beside the game file, not {item['photo']!r}")
+    if not (base / item["photo"]).is_file():
+        raise KnockcamError(f"{at}.photo: {item['photo']} not found beside the game file, in {base}",
+                            "photo paths are relative to the game file's folder")
     allowed = PHOTO_FIELDS + tuple(key for key in ROUND_FIELDS if key != "tokens")
     for key in item:
         if key in CAMERA_FIELDS:

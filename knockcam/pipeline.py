@@ -57,6 +57,16 @@ class ScoreOptions:
     added: tuple[tuple[str, str], ...] = ()  # tokens the camera missed, added by a person: (side, space)
 
 
+class EntryRefused(KnockcamError):
+    """A person's call (``--call N=WHERE``) or added token (``--add SIDE=WHERE``) that this board or photo
+    cannot take. ``flag`` ("call" or "add"), ``key`` (the token number or side), ``value`` and ``detail`` name
+    it, so a game file's photo round can say it in its own fields' words."""
+
+    def __init__(self, flag: str, key, value: str, detail: str):
+        super().__init__(f"--{flag} {key}={value}: {detail}")
+        self.flag, self.key, self.value, self.detail = flag, key, value, detail
+
+
 @dataclass(frozen=True)
 class CloseCall:
     """What the round would pay if one call for a human went the other way (the referee's stake): a close
@@ -230,7 +240,7 @@ class Scorer:
             try:
                 self._added.append(added_token(side, where, self.board))
             except KnockcamError as exc:
-                raise KnockcamError(f"--add {side}={where}: {exc}") from None
+                raise EntryRefused("add", side, where, str(exc)) from None
         if options.order:
             # the engine checks the turn order and pot before any photo is looked at
             round_for((), self.board, tuple(options.order), int(options.pot))
@@ -385,11 +395,11 @@ class Scorer:
         checked = []
         for n, category in calls:
             if n < 1:
-                raise KnockcamError(f"--call {n}={category}: tokens are numbered from 1, as the table shows")
+                raise EntryRefused("call", n, category, "tokens are numbered from 1, as the table shows")
             try:
                 checked.append((n, check_category(category, self.board)))
             except KnockcamError as exc:
-                raise KnockcamError(f"--call {n}={category}: {exc}") from None
+                raise EntryRefused("call", n, category, str(exc)) from None
         return checked
 
     def _human_calls(self, positions: tuple[Position, ...]) -> tuple[Position, ...]:
@@ -400,8 +410,8 @@ class Scorer:
         for (n, _), (_, given) in zip(self._calls, self.options.calls):
             if n > len(out):
                 found = f"#1-#{len(out)}" if out else "none"
-                raise KnockcamError(f"--call {n}={given}: the photo shows {len(out)} token"
-                                    f"{'s' if len(out) != 1 else ''} ({found}): give a number from the tokens table")
+                raise EntryRefused("call", n, given, f"the photo shows {len(out)} token{'s' if len(out) != 1 else ''} "
+                                                     f"({found}): give a number from the tokens table")
         calls = [(n - 1, category) for n, category in self._calls]
         struck = {i for i, category in calls if category == NOT_A_TOKEN}
         if struck or self._added:

@@ -68,18 +68,22 @@ def test_the_game_command_plays_photo_rounds_and_says_what_to_look_at(night, cap
 
 
 @pytest.mark.parametrize("round_, words", [
-    ({"photo": "missing.jpg"}, "rounds[0].photo missing.jpg: photo not found"),
+    ({"photo": "missing.jpg"}, "rounds[0].photo: missing.jpg not found beside the game file"),
     ({"photo": "round1.jpg", "tokens": []}, "rounds[0]: give its tokens or a photo, not both"),
     ({"photo": ["a.jpg"]}, "rounds[0].photo: a photo's path beside the game file, not ['a.jpg']"),
     ({"photo": "round1.jpg", "calls": ["5=chance"]}, "rounds[0].calls: a mapping of token number"),
     ({"photo": "round1.jpg", "calls": {1: "chanse"}}, "did you mean chance?"),
     ({"photo": "round1.jpg", "add": "red=boardwalk"}, "rounds[0].add: a list of SIDE=SPACE"),
+    ({"photo": "round1.jpg", "add": ["red=nowhere"]}, "game.yaml: rounds[0].add [red=nowhere]: 'nowhere' is not a "),
+    ({"photo": "round1.jpg", "calls": {0: "chance"}}, "rounds[0].calls {0: chance}: tokens are numbered from 1"),
+    ({"photo": "round1.jpg", "calls": {99: "chance"}}, "rounds[0].calls {99: chance}: the photo shows "),
 ])
 def test_a_bad_photo_round_is_named_in_one_line(night, round_, words):
     game = _game(night, [round_])
     with pytest.raises(KnockcamError) as err:
         photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
     assert words in str(err.value) and "\n" not in str(err.value)
+    assert "--" not in str(err.value) and str(err.value).count(str(round_["photo"])) <= 1  # the file's words, once
 
 
 def test_every_photo_round_is_checked_before_any_photo_is_scored(night, monkeypatch):
@@ -87,7 +91,9 @@ def test_every_photo_round_is_checked_before_any_photo_is_scored(night, monkeypa
         raise AssertionError("a photo was scored before the game file was checked")
 
     monkeypatch.setattr(Scorer, "score", not_yet)
-    for bad, words in (({"photo": "round1.jpg", "colour": "red"},
+    for bad, words in (({"photo": "round2.jpg"}, "rounds[1].photo: round2.jpg not found beside the game file"),
+                       ({"photo": "round1.jpg", "add": ["red=nowhere"]}, "rounds[1].add [red=nowhere]: "),
+                       ({"photo": "round1.jpg", "colour": "red"},
                         "rounds[1].colour: unknown field of a photo round (expected one of photo, calls, add, "),
                        ({"photo": "round1.jpg", "reference": "empty.jpg"},
                         "rounds[1].reference: one camera's reference serves every photo: give it once, at the top "
