@@ -124,9 +124,45 @@ def write_atomic(path: str | Path, data: bytes | str) -> Path:
     return path
 
 
+def write_atomic_all(files: dict[Path, bytes | str]) -> list[Path]:
+    """Write files that belong together (a picture and its JSON, the two printed sheets) each as
+    ``write_atomic`` does, and all or none: every temporary file is written before the first is renamed into
+    place, so a failure (a full disk) leaves none of them new."""
+    paths = [check_writable(path) for path in files]
+    temps: list[Path] = []
+    try:
+        for path, data in files.items():
+            path = Path(path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            temps.append(_temporary(path, data.encode("utf-8") if isinstance(data, str) else data))
+    except OSError as exc:
+        for tmp in temps:
+            tmp.unlink(missing_ok=True)
+        raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place); "
+                            f"none of {', '.join(p.name for p in paths)} was written") from None
+    for i, (tmp, path) in enumerate(zip(temps, paths)):
+        try:
+            tmp.replace(path)
+        except OSError as exc:  # the folder changed under us: what is left is not put in place
+            for left in temps[i:]:
+                left.unlink(missing_ok=True)
+            raise KnockcamError(f"cannot write {path}: {exc.strerror or exc} (choose a writable place)") from None
+    return paths
+
+
 def replace_atomically(path: Path, data: bytes, *, fsync: bool = False) -> None:
     """Put ``data`` at ``path`` through a temporary file beside it and a rename, flushed to the disk first when
     ``fsync`` (a game's evidence must survive a power cut). An OSError leaves no temporary file behind."""
+    tmp = _temporary(path, data, fsync=fsync)
+    try:
+        tmp.replace(path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _temporary(path: Path, data: bytes, *, fsync: bool = False) -> Path:
+    """``data`` written to a temporary file beside ``path``, to be renamed onto it; an OSError leaves none."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:
@@ -134,13 +170,13 @@ def replace_atomically(path: Path, data: bytes, *, fsync: bool = False) -> None:
             f.flush()
             if fsync:
                 os.fsync(f.fileno())
-        tmp.replace(path)
     except OSError:
         try:
             tmp.unlink(missing_ok=True)
         except OSError:  # the folder itself is not there, or not a folder: there is nothing to remove
             pass
         raise
+    return tmp
 
 
 # First bytes of the image formats OpenCV reads (anything else is "not an image").

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from knockcam.errors import KnockcamError
-from knockcam.files import check_writable, load_photo, parse_json_or_yaml, read_text, write_atomic
+from knockcam.files import check_writable, load_photo, parse_json_or_yaml, read_text, write_atomic, write_atomic_all
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
 from synthetic_scene import scene  # noqa: E402
@@ -41,6 +41,18 @@ def test_where_a_file_cannot_be_written_is_said_before_writing(tmp_path, monkeyp
     monkeypatch.setattr(os, "access", lambda path, mode: Path(path) != tmp_path)  # as a folder of another user's
     with pytest.raises(KnockcamError, match=f"the folder {tmp_path} is not writable"):
         check_writable(tmp_path / "new" / "out.md")
+
+
+def test_files_that_belong_together_are_written_all_or_none(tmp_path, disk_full_after):
+    (tmp_path / "b.json").write_text("old")
+    assert write_atomic_all({tmp_path / "a.png": b"\x89PNG", tmp_path / "b.json": "{}"}) == [tmp_path / "a.png",
+                                                                                              tmp_path / "b.json"]
+    assert (tmp_path / "a.png").read_bytes() == b"\x89PNG" and (tmp_path / "b.json").read_text() == "{}"
+    disk_full_after(1)
+    with pytest.raises(KnockcamError, match=r"cannot write .*d.json: No space left on device \(choose a writable "
+                                            r"place\); none of c.png, d.json was written"):
+        write_atomic_all({tmp_path / "c.png": b"new", tmp_path / "d.json": "{}"})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.json"]  # no c.png, no temporary left
 
 
 def test_a_folder_given_for_a_file_to_read_says_so(tmp_path):

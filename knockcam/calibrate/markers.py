@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import struct
 import zlib
-from pathlib import Path
 
 import cv2
 import numpy as np
@@ -21,7 +20,6 @@ from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import homography_from_points, plausible, residual_mm
 from knockcam.errors import KnockcamError
-from knockcam.files import write_atomic
 
 CARD_MM = 80.0
 CORNER_NAMES = ("near-left", "near-right", "far-right", "far-left")
@@ -147,15 +145,14 @@ def sheet_image(dpi: int = 300) -> np.ndarray:
     return page
 
 
-def write_png_with_dpi(path: str | Path, image: np.ndarray, dpi: int) -> None:
-    """Write a PNG that states its print resolution (pHYs chunk), atomically."""
+def png_with_dpi(image: np.ndarray, dpi: int) -> bytes:
+    """A PNG that states its print resolution (pHYs chunk), so it prints at true size."""
     ok, buf = cv2.imencode(".png", image)
     if not ok:
-        raise KnockcamError(f"cannot encode {path}")
+        raise KnockcamError("cannot encode a PNG of the sheet")
     data = buf.tobytes()
     ppm = int(round(dpi / 0.0254))
     body = b"pHYs" + struct.pack(">IIB", ppm, ppm, 1)
     chunk = struct.pack(">I", 9) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
     end_ihdr = 8 + 4 + 4 + 13 + 4  # signature, IHDR length, type, data, CRC
-    data = data[:end_ihdr] + chunk + data[end_ihdr:]
-    write_atomic(path, data)
+    return data[:end_ihdr] + chunk + data[end_ihdr:]

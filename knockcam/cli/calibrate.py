@@ -77,14 +77,15 @@ def run(args) -> int:
         return _tune(board, args)
     if verb == "sheet" and len(args.target) == 1:
         from knockcam.calibrate.lens import charuco_image
-        from knockcam.calibrate.markers import sheet_image, write_png_with_dpi
+        from knockcam.calibrate.markers import png_with_dpi, sheet_image
+        from knockcam.files import write_atomic_all
 
         folder = Path(args.out or "calibration")
         if folder.is_file() or folder.suffix.lower() in (".png", ".pdf", ".jpg", ".jpeg"):
             raise KnockcamError(f"calibrate sheet --out takes a folder (it writes markers.png and charuco.png "
                                 f"there), not {folder.name}: give --out {folder.parent / folder.stem}")
-        write_png_with_dpi(folder / "markers.png", sheet_image(300), 300)
-        write_png_with_dpi(folder / "charuco.png", charuco_image(300), 300)
+        write_atomic_all({folder / "markers.png": png_with_dpi(sheet_image(300), 300),
+                          folder / "charuco.png": png_with_dpi(charuco_image(300), 300)})
         print(f"wrote {folder / 'markers.png'} and {folder / 'charuco.png'} (300 dpi, print at 100%)")
         return 0
     if verb == "camera" and not Path(verb).is_file():

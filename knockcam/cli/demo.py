@@ -80,9 +80,9 @@ def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
     from knockcam.cli.score import print_scored
-    from knockcam.files import write_atomic
+    from knockcam.files import write_atomic_all
     from knockcam.pipeline import ScoreOptions, Scorer
-    from knockcam.report.evidence import write_evidence
+    from knockcam.report.evidence import evidence_png
     from knockcam.sides import SIDES
 
     console = Console()
@@ -97,8 +97,9 @@ def run(args: argparse.Namespace) -> int:
     console.print(f"[bold]knockcam demo[/bold]: {_shown(scene.photo)} (synthetic photo, turn order "
                   f"{', '.join(order)}, pot M{args.pot})", soft_wrap=True)
     console.print(note + (f"; empty-board frame {scene.reference.name}" if scene.reference else ""), soft_wrap=True)
-    evidence = write_evidence(scored, out / f"{scene.photo.stem}-evidence.png")
-    write_atomic(out / f"{scene.photo.stem}.json", (json.dumps(scored.to_dict(), indent=2) + "\n").encode("utf-8"))
+    evidence = out / f"{scene.photo.stem}-evidence.png"
+    write_atomic_all({evidence: evidence_png(scored), out / f"{scene.photo.stem}.json":
+                      json.dumps(scored.to_dict(), indent=2) + "\n"})
     print_scored(scored, console=console)
     check = truth_check(scored, scene)
     if check:

@@ -242,7 +242,7 @@ def run_folder(folder: Path, args) -> int:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-    from knockcam.files import check_writable, write_atomic
+    from knockcam.files import check_writable, write_atomic_all
     from knockcam.pipeline import Scorer
     from knockcam.report.evidence import write_evidence
 
@@ -288,9 +288,9 @@ def run_folder(folder: Path, args) -> int:
             progress.advance(task)
     summary = {"folder": str(folder), "photos": len(photos), "scored": sum(r["status"] == "ok" for r in records),
                "order": list(scorer.options.order), "results": records}
-    write_atomic(out / "summary.csv", _csv([_summary_row(r) for r in records], SUMMARY_FIELDS))
-    write_atomic(out / "tokens.csv", _csv(token_rows, TOKEN_FIELDS))
-    write_atomic(out / "summary.json", (json.dumps(summary, indent=1) + "\n").encode("utf-8"))
+    write_atomic_all({out / "summary.csv": _csv([_summary_row(r) for r in records], SUMMARY_FIELDS),
+                      out / "tokens.csv": _csv(token_rows, TOKEN_FIELDS),
+                      out / "summary.json": json.dumps(summary, indent=1) + "\n"})
     failed = len(photos) - summary["scored"]
     if args.json:
         print(json.dumps(summary, indent=2))

@@ -549,6 +549,16 @@ def _grid(n: int, width: int, height: int, caption_h: int) -> tuple[int, int, in
     return size, max(1, width // (size + 12)), max(1, height // (size + caption_h))
 
 
+def evidence_png(scored) -> bytes:
+    """The evidence picture, encoded as PNG."""
+    from knockcam.errors import KnockcamError
+
+    ok, data = cv2.imencode(".png", evidence_image(scored))
+    if not ok:
+        raise KnockcamError(f"could not encode the evidence image of {scored.image_path}")
+    return data.tobytes()
+
+
 def write_evidence(scored, path: str | Path) -> Path:
     """Render the evidence picture and write it as PNG, atomically."""
     from knockcam.errors import KnockcamError
@@ -557,11 +567,8 @@ def write_evidence(scored, path: str | Path) -> Path:
     path = Path(path)
     if path.suffix.lower() != ".png":
         raise KnockcamError(f"evidence is written as PNG: give a path ending in .png, not {path.name}")
-    ok, data = cv2.imencode(".png", evidence_image(scored))
-    if not ok:
-        raise KnockcamError(f"could not encode the evidence image for {path}")
-    return write_atomic(path, data.tobytes())
+    return write_atomic(path, evidence_png(scored))
 
 
-__all__ = ["evidence_image", "write_evidence", "token_lines", "round_text", "free_parking_line", "stake_lines",
+__all__ = ["evidence_image", "evidence_png", "write_evidence", "token_lines", "round_text", "free_parking_line", "stake_lines",
            "close_up", "draw_calls"]

@@ -74,6 +74,13 @@ def test_sheet_writes_both_printables(tmp_path, capsys):
     assert (tmp_path / "markers.png").exists() and (tmp_path / "charuco.png").exists()
 
 
+def test_sheet_on_a_full_disk_writes_neither_printable(tmp_path, capsys, disk_full_after):
+    disk_full_after(1)
+    assert main(["calibrate", "sheet", "--out", str(tmp_path / "sheets")]) == 2
+    assert "none of markers.png, charuco.png was written" in capsys.readouterr().err
+    assert list((tmp_path / "sheets").iterdir()) == []
+
+
 def test_sheet_given_a_file_name_says_it_takes_a_folder(tmp_path, capsys):
     """--out sheet.png once made a folder named sheet.png; now one line says what to give, and nothing is written."""
     (tmp_path / "notes.txt").write_text("mine")

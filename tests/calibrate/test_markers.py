@@ -6,7 +6,7 @@ import cv2
 import numpy as np
 import pytest
 
-from knockcam.calibrate.markers import calibrate_markers, detect_markers, sheet_image, write_png_with_dpi
+from knockcam.calibrate.markers import calibrate_markers, detect_markers, png_with_dpi, sheet_image
 from knockcam.calibrate.quality import corner_errors_mm
 from knockcam.errors import KnockcamError
 
@@ -20,8 +20,8 @@ def test_sheet_has_the_four_markers_at_true_size(tmp_path):
     side_mm = np.linalg.norm(found[0][0] - found[0][1]) / (dpi / 25.4)
     assert side_mm == pytest.approx(50, abs=0.5)
     path = tmp_path / "m.png"
-    write_png_with_dpi(path, page, dpi)
-    data = path.read_bytes()
+    data = png_with_dpi(page, dpi)
+    path.write_bytes(data)
     i = data.index(b"pHYs")
     x, y, unit = struct.unpack(">IIB", data[i + 4:i + 13])
     assert unit == 1 and x == y == round(dpi / 0.0254)

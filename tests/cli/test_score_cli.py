@@ -113,6 +113,20 @@ def test_demo_from_the_repository(tmp_path):
     assert list(json.loads((tmp_path / "out" / "all_16_tokens.json").read_text())) == ["tokens", "calibration", "round", "hidden"]
 
 
+def test_demo_on_a_full_disk_leaves_neither_the_picture_nor_its_json(tmp_path, capsys, disk_full_after):
+    from knockcam.cli import main
+    from knockcam.cli.demo import repo_root
+
+    if not (repo_root() / "fixtures" / "scenes").is_dir():
+        import pytest
+
+        pytest.skip("fixtures/scenes is not in this checkout")
+    disk_full_after(1)
+    assert main(["demo", "--out", str(tmp_path / "out")]) == 2
+    assert "none of all_16_tokens-evidence.png, all_16_tokens.json was written" in capsys.readouterr().err
+    assert list((tmp_path / "out").iterdir()) == []
+
+
 def test_demo_truth_check_counts_against_the_truth(tmp_path, scene):
     """Scored from the true bases, every token is found: right, or a close call; none wrong, none missed."""
     import re
