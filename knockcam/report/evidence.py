@@ -570,5 +570,5 @@ def write_evidence(scored, path: str | Path) -> Path:
     return write_atomic(path, evidence_png(scored))
 
 
-__all__ = ["evidence_image", "evidence_png", "write_evidence", "token_lines", "round_text", "free_parking_line", "stake_lines",
-           "close_up", "draw_calls"]
+__all__ = ["evidence_image", "evidence_png", "write_evidence", "token_lines", "round_text", "free_parking_line",
+           "stake_lines", "close_up", "draw_calls"]
