@@ -79,7 +79,7 @@ def register(subparsers) -> None:
 def run(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from knockcam.cli.score import print_scored
+    from knockcam.cli.score import print_scored, same_tokens_options
     from knockcam.files import write_atomic_all
     from knockcam.pipeline import ScoreOptions, Scorer
     from knockcam.report.evidence import evidence_png
@@ -100,7 +100,8 @@ def run(args: argparse.Namespace) -> int:
     evidence = out / f"{scene.photo.stem}-evidence.png"
     write_atomic_all({evidence: evidence_png(scored), out / f"{scene.photo.stem}.json":
                       json.dumps(scored.to_dict(), indent=2) + "\n"})
-    print_scored(scored, console=console)
+    reference = _typed(scene.reference) if scene.reference else None
+    print_scored(scored, console=console, again=same_tokens_options(_typed(scene.photo), reference=reference))
     check = truth_check(scored, scene)
     if check:
         console.print(check)
@@ -155,6 +156,14 @@ def _shown(path: Path) -> str:
         return str(path.relative_to(repo_root()))
     except ValueError:
         return str(path)
+
+
+def _typed(path: Path) -> str:
+    """``path`` as typed in a command from the current folder: relative below it, else in full."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path.resolve())
 
 
 def truth_check(scored, scene: DemoScene) -> str | None:

@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(scored.to_dict(), indent=2))
         return 0
-    print_scored(scored, evidence=written)
+    print_scored(scored, evidence=written, again=same_tokens_options(target, args.calibration, args.corners,
+                                                                          args.reference, args.board, args.max_error))
     return 0
 
 
@@ -178,9 +179,24 @@ def _side_style(side: str) -> str:
     return {"red": "red", "yellow": "yellow", "green": "green", "blue": "blue"}.get(side, "")
 
 
-def print_scored(scored, evidence: Path | None = None, console=None) -> None:
-    """Tokens, then (with an order) the payout table of ``knockcam round``, Free Parking and the close calls."""
+def same_tokens_options(photo, calibration=None, corners=None, reference=None, board=None, max_error=None) -> str:
+    """The photo and the options that decide which tokens are found and how they are numbered, as typed on a
+    command line: what 'knockcam explain' and a second 'knockcam score' need to number the tokens alike."""
+    import shlex
+
+    words = [str(photo)]
+    for flag, value in (("--calibration", calibration), ("--corners", corners), ("--reference", reference),
+                        ("--board", board), ("--max-error", max_error)):
+        if value is not None:
+            words += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return " ".join(shlex.quote(w) for w in words)
+
+
+def print_scored(scored, evidence: Path | None = None, console=None, again: str = "IMAGE") -> None:
+    """Tokens, then (with an order) the payout table of ``knockcam round``, Free Parking and the close calls.
+    ``again``: the photo and options to repeat (``same_tokens_options``) in the commands suggested."""
     from rich.console import Console
+    from rich.markup import escape
 
     from knockcam.assign import NOT_A_TOKEN
     from knockcam.report.evidence import free_parking_line, hidden_lines, stake_lines
@@ -217,8 +233,8 @@ def print_scored(scored, evidence: Path | None = None, console=None) -> None:
     n_close = len(scored.ambiguous)
     if n_close:
         console.print(f"[bold magenta]{n_close} call{'s' if n_close > 1 else ''} for a human: look at the evidence and "
-                      "decide; 'knockcam explain IMAGE --token N' shows the numbers; score again with "
-                      "--call N=WHERE to settle one.[/bold magenta]")
+                      f"decide; 'knockcam explain {escape(again)} --token N' shows the numbers; to settle one, "
+                      "score again with --call N=WHERE added.[/bold magenta]", soft_wrap=True)
     if evidence is not None:
         console.print(f"evidence: {evidence}", soft_wrap=True)
 

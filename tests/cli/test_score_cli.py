@@ -127,6 +127,42 @@ def test_demo_on_a_full_disk_leaves_neither_the_picture_nor_its_json(tmp_path, c
     assert list((tmp_path / "out").iterdir()) == []
 
 
+def test_the_explain_command_the_demo_suggests_shows_the_demos_close_call(tmp_path, capsys, monkeypatch):
+    """The hint repeats the photo and the options that number the tokens (here the empty-board frame): without
+    them explain numbered the tokens another way, and its #5 was another token."""
+    import re
+    import shlex
+
+    from knockcam.cli import main
+    from knockcam.cli.demo import repo_root
+
+    if not (repo_root() / "fixtures" / "scenes").is_dir():
+        import pytest
+
+        pytest.skip("fixtures/scenes is not in this checkout")
+    monkeypatch.chdir(tmp_path)  # the paths suggested work from wherever the demo was run
+    monkeypatch.setenv("COLUMNS", "400")
+    assert main(["demo", "--out", "out"]) == 0
+    hint = re.search(r"'knockcam explain (.+) --token N'", capsys.readouterr().out).group(1)
+    assert "--reference" in hint
+    tokens = json.loads((tmp_path / "out" / "all_16_tokens.json").read_text())["tokens"]
+    close = [n for n, t in enumerate(tokens, 1) if t["ambiguous"]]
+    assert close
+    assert main(["explain", *shlex.split(hint), "--token", ",".join(map(str, close)), "--json", "--out", "e.png"]) == 0
+    explained = json.loads(capsys.readouterr().out)["tokens"]
+    assert [(e["n"], e["side"], e["xy_mm"], e["ambiguous"]) for e in explained] == [
+        (n, tokens[n - 1]["side"], tokens[n - 1]["xy_mm"], True) for n in close]  # the same token, in doubt
+
+
+def test_the_options_repeated_in_a_hint_are_those_that_number_the_tokens():
+    from knockcam.cli.score import same_tokens_options
+
+    assert same_tokens_options("my photos/p.jpg", corners="1,2 3,4 5,6 7,8", board="b.yaml", max_error=4.5) == \
+        "'my photos/p.jpg' --corners '1,2 3,4 5,6 7,8' --board b.yaml --max-error 4.5"
+    assert same_tokens_options("p.jpg", calibration="cam.yaml", reference="empty.jpg") == \
+        "p.jpg --calibration cam.yaml --reference empty.jpg"
+
+
 def test_demo_truth_check_counts_against_the_truth(tmp_path, scene):
     """Scored from the true bases, every token is found: right, or a close call; none wrong, none missed."""
     import re
