@@ -4,20 +4,34 @@ A game is rebuilt from its log by feeding its ``observation`` lines (what the ca
 board was still) and ``answer`` lines (what the players said) to a fresh tracker, in order; every
 other line (slides, jail, round scores, camera trouble) is a record for people. Evidence frames are
 JPEG files in ``LOG.d/`` next to the log.
+
+Each line ends with a ``check``: a hash of the line and of the check before it, so a line changed,
+removed or moved after it was written (a damaged disk, a hand edit) is named when the log is read.
+It is not a signature: whoever edits the log on purpose can compute the checks again.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
 from knockcam.errors import KnockcamError
 from knockcam.files import file_in_the_way, read_text, replace_atomically
 
-LOG_FORMAT = 1  # the game log's format, written in its start line; a later one is refused, not misread
+# the game log's format, written in its start line; a later one is refused, not misread. 2: each line ends
+# with its check (format 1, before 2026-12-03, has none; such a log is read without them)
+LOG_FORMAT = 2
+_CHECK = re.compile(r',"check":"([0-9a-f]{16})"\}$')
+
+
+def _check(before: str, body: str) -> str:
+    """The check of a line whose text without it is ``body``, after a line whose check was ``before``."""
+    return hashlib.sha256(f"{before}\n{body}".encode("utf-8")).hexdigest()[:16]
 
 
 def _now() -> str:
@@ -33,7 +47,10 @@ class GameLog:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             _drop_torn_tail(self.path)
-            self.seq = len(read_log(self.path)) if self.path.exists() else 0
+            lines = _read_lines(self.path) if self.path.exists() else []
+            self.seq = len(lines)
+            found = _CHECK.search(lines[-1][1]) if lines else None
+            self.last_check = found.group(1) if found else ""
             self.handle = open(self.path, "a", encoding="utf-8")
         except OSError as exc:
             blocker = file_in_the_way(self.path)
@@ -50,7 +67,9 @@ class GameLog:
 
     def append(self, kind: str, **data: Any) -> dict:
         entry = {"seq": self.seq, "t": _now(), "kind": kind, **data}
-        line = json.dumps(entry, separators=(",", ":"), default=_jsonable)
+        body = json.dumps(entry, separators=(",", ":"), default=_jsonable)
+        check = _check(self.last_check, body)
+        line = f'{body[:-1]},"check":"{check}"}}'
         try:
             self.handle.write(line + "\n")
             self.handle.flush()
@@ -59,6 +78,7 @@ class GameLog:
         except OSError as exc:
             raise self._stopped(exc) from None
         self.seq += 1
+        self.last_check = check
         return entry
 
     def _stopped(self, exc: OSError) -> KnockcamError:
@@ -131,12 +151,38 @@ def _drop_torn_tail(path: Path) -> None:
 
 
 def read_log(path: str | Path) -> list[dict]:
-    """Every complete line of a game log; a torn last line (crash mid-write) is ignored."""
+    """Every complete line of a game log (without its check); a torn last line (crash mid-write) is ignored.
+    A line whose check does not follow from the lines before it is refused, named by number and kind."""
+    lines = _read_lines(path)
+    entries = [entry for _, _, entry in lines]
+    if entries and entries[0].get("kind") != "start":
+        raise KnockcamError(f"{path}: not a knockcam game log (it must begin with a 'start' line)")
+    written = entries[0].get("format", 1) if entries else LOG_FORMAT
+    if not isinstance(written, int) or written > LOG_FORMAT:
+        raise KnockcamError(f"{path}: a game log of format {written!r}, written by a newer knockcam (this one reads "
+                            f"format {LOG_FORMAT}): update knockcam to read it")
+    if written >= 2:
+        before = ""
+        for number, line, entry in lines:
+            found = _CHECK.search(line)
+            if found is None or _check(before, line[:found.start()] + "}") != found.group(1):
+                raise KnockcamError(f"{path}: line {number} ({entry.get('kind')}) was changed after it was written, "
+                                    "or a line before it removed (its check does not follow)",
+                                    f"the game holds up to line {number - 1}: to go on from there, copy the log and "
+                                    f"delete line {number} and the lines after it, or restore the log from a copy")
+            before = found.group(1)
+    for entry in entries:
+        entry.pop("check", None)
+    return entries
+
+
+def _read_lines(path: str | Path) -> list[tuple[int, str, dict]]:
+    """(line number, text, entry) of every complete, non-empty line; KnockcamError for one that is no entry."""
     text = read_text(path, "game log")
-    lines = text.split("\n")
-    complete = lines[:-1]  # whatever follows the last newline is torn or empty
-    entries = []
+    complete = text.split("\n")[:-1]  # whatever follows the last newline is torn or empty
+    lines = []
     for number, line in enumerate(complete, start=1):
+        line = line.rstrip("\r")  # a log moved through a tool that ends lines the Windows way
         if not line.strip():
             continue
         try:
@@ -145,14 +191,8 @@ def read_log(path: str | Path) -> list[dict]:
             raise KnockcamError(f"{path}: line {number} is not JSON: the log is damaged") from None
         if not isinstance(entry, dict) or "kind" not in entry:
             raise KnockcamError(f"{path}: line {number} is not a game-log entry")
-        entries.append(entry)
-    if entries and entries[0].get("kind") != "start":
-        raise KnockcamError(f"{path}: not a knockcam game log (it must begin with a 'start' line)")
-    written = entries[0].get("format", LOG_FORMAT) if entries else LOG_FORMAT
-    if not isinstance(written, int) or written > LOG_FORMAT:
-        raise KnockcamError(f"{path}: a game log of format {written!r}, written by a newer knockcam (this one reads "
-                            f"format {LOG_FORMAT}): update knockcam to read it")
-    return entries
+        lines.append((number, line, entry))
+    return lines
 
 
 def read_game_log(path: str | Path) -> list[dict]:

@@ -130,18 +130,61 @@ def test_a_full_disk_stops_the_game_in_one_line_and_resume_finishes_it(demo_file
     assert sum(e["kind"] == "round" for e in entries) == 2
 
 
-def _finished_game_log(path, demo, board):
-    """The demo game played to the end with every token where the video puts it: its log's lines."""
+def _finished_game_log(path, demo, board, checks: bool = True):
+    """The demo game played to the end with every token where the video puts it: its log's lines. Without
+    ``checks``, as a log of format 1 has them (before 2026-12-03: no line carries a check)."""
     _start(path, demo)
     oracle = oracle_detector(demo, board)
     LiveGame(path, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False).run(
         list_source(demo.frames, demo.fps), detector_factory=lambda cal, ref: oracle)
-    return path.read_text().splitlines()
+    lines = path.read_text().splitlines()
+    if checks:
+        return lines
+    entries = [{k: v for k, v in json.loads(line).items() if k != "check"} for line in lines]
+    entries[0]["format"] = 1
+    lines = [json.dumps(e, separators=(",", ":")) for e in entries]
+    path.write_text("\n".join(lines) + "\n")
+    return lines
+
+
+def test_a_line_changed_moved_or_removed_after_it_was_written_is_named_and_the_log_left_as_it_is(
+        demo, board, tmp_path, capsys):
+    """Edits that still make sense (a turn order, a token's place, a line taken out) replayed as if nothing
+    had happened until each line carried a check of itself and of the line before it."""
+    log = tmp_path / "game.jsonl"
+    lines = _finished_game_log(log, demo, board)
+    assert main(["replay", str(log)]) == 0
+    capsys.readouterr()
+    kinds = [json.loads(line)["kind"] for line in lines]
+    start = kinds.index("round_start")
+    seen = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "observation"
+                and json.loads(line)["seen"])
+    moved = json.loads(lines[seen])
+    moved["seen"][0]["xy_mm"] = [moved["seen"][0]["xy_mm"][0] + 40, moved["seen"][0]["xy_mm"][1]]
+    edits = {
+        "order": (lines[:start] + [lines[start].replace('"order":["', '"order":["blue","')] + lines[start + 1:],
+                  start + 1, "round_start"),
+        "place": (lines[:seen] + [json.dumps(moved, separators=(",", ":"))] + lines[seen + 1:], seen + 1,
+                  "observation"),
+        "removed": (lines[:seen] + lines[seen + 1:], seen + 1, kinds[seen + 1]),
+    }
+    for edited, number, kind in edits.values():
+        text = "\n".join(edited) + "\n"
+        log.write_text(text)
+        for args in (["replay", str(log)], ["live", "--resume", str(log), "--quiet", "--no-model"]):
+            assert main(args) == 2
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1
+            assert f"{log}: line {number} ({kind}) was changed after it was written, or a line before it removed" in err
+            assert f"the game holds up to line {number - 1}: to go on from there, copy the log and delete line " \
+                   f"{number} and the lines after it" in err
+        assert log.read_text() == text
 
 
 def test_a_damaged_line_in_the_game_log_is_named_and_the_log_left_as_it_is(demo, board, tmp_path, capsys):
+    """In a log of format 1, whose lines carry no check, a changed line is found by what it breaks."""
     log = tmp_path / "game.jsonl"
-    lines = _finished_game_log(log, demo, board)
+    lines = _finished_game_log(log, demo, board, checks=False)
     at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "observation" and json.loads(line)["seen"])
     entry = json.loads(lines[at])
     entry["seen"][0]["xy_mm"] = "by the dog"  # hand-edited: found by mutating logs, each field a TypeError or worse
@@ -170,7 +213,7 @@ def test_a_mangled_game_log_is_replayed_or_refused_in_one_line(demo, board, tmp_
     from mangle import answered_in_one_line, mangled
 
     log = tmp_path / "game.jsonl"
-    lines = _finished_game_log(log, demo, board)
+    lines = _finished_game_log(log, demo, board, checks=False)  # format 1: a changed line is found by what it breaks
     rng = random.Random(0)
     refused = 0
     for _ in range(100):

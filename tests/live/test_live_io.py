@@ -6,6 +6,7 @@ import errno
 import io
 import json
 import os
+import re
 
 import cv2
 import numpy as np
@@ -81,6 +82,35 @@ def test_log_is_appended_and_a_torn_last_line_is_dropped(tmp_path):
     log.close()
     entries = read_log(path)
     assert [e["seq"] for e in entries] == [0, 1, 2] and entries[1]["value"] == 3
+
+
+def test_each_line_carries_a_check_that_follows_from_the_line_before(tmp_path):
+    path = tmp_path / "g.jsonl"
+    log = GameLog(path)
+    log.append("start", format=2, order=["red", "blue"])
+    log.append("answer", key="k", answer="yes")
+    log.close()
+    log = GameLog(path)  # resumed: the chain goes on from the last line's check
+    log.append("note", text="after")
+    log.close()
+    lines = path.read_text().splitlines()
+    assert all(re.search(r',"check":"[0-9a-f]{16}"}$', line) for line in lines)
+    assert [sorted(e) for e in read_log(path)][1] == ["answer", "key", "kind", "seq", "t"]  # read without it
+    path.write_text("\r\n".join(lines) + "\r\n")  # moved through a tool that ends lines the Windows way
+    assert [e["kind"] for e in read_log(path)] == ["start", "answer", "note"]
+    for edited, number, kind in (([lines[0], lines[1].replace('"yes"', '"no"'), lines[2]], 2, "answer"),
+                                 ([lines[0], lines[2]], 2, "note"),
+                                 ([lines[0], lines[2], lines[1]], 2, "note"),
+                                 ([lines[0], re.sub(r',"check":"[0-9a-f]+"', "", lines[1]), lines[2]], 2, "answer")):
+        path.write_text("\n".join(edited) + "\n")
+        with pytest.raises(KnockcamError, match=rf"line {number} \({kind}\) was changed after it was written"):
+            read_log(path)
+
+
+def test_a_log_of_format_1_has_no_checks_and_is_read_as_it_is(tmp_path):
+    path = tmp_path / "g.jsonl"
+    path.write_text('{"seq":0,"kind":"start","order":["red","blue"]}\n{"seq":1,"kind":"answer","key":"k"}\n')
+    assert [e["kind"] for e in read_log(path)] == ["start", "answer"]
 
 
 def test_log_errors(tmp_path):
