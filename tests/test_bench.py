@@ -91,6 +91,20 @@ def test_bench_command_writes_its_results_file(tmp_path, capsys):
     assert "Speed check (`knockcam bench --speed`: scene 1000" in text  # after the scenes, on the same machine
 
 
+def test_knockcam_bench_as_the_readme_runs_it_renders_the_committed_results_scenes():
+    """Plain `knockcam bench` (the README's command) uses the scenes bench/results.md was made with: it
+    once started at seed 0 and would have overwritten the file with other scenes."""
+    import re
+    from pathlib import Path
+
+    from knockcam.cli import build_parser
+
+    made_by = (Path(__file__).resolve().parents[1] / "bench" / "results.md").read_text().splitlines()[2]
+    committed = re.search(r"knockcam bench --scenes (\d+) --seed-start (\d+) --out bench/results.md", made_by)
+    args = build_parser().parse_args(["bench"])
+    assert (args.scenes, args.seed_start, args.out) == (int(committed.group(1)), int(committed.group(2)), None)
+
+
 def test_each_failure_is_handed_on_with_its_cause_the_truth_and_the_call():
     xy, other, phantom = middle_of_a_space(), middle_of_a_space(1), middle_of_a_space(2)
     found = assign([found_at("yellow", xy), Token(side="blue", xy_mm=phantom, confidence=0.3, source="reference_only")],

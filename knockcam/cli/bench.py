@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from knockcam.bench import HELD_OUT_FIRST
 from knockcam.cli import add_board_option
 
 
@@ -16,7 +17,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                     "detectors with and without an empty-board reference frame, with true and automatic "
                     "calibration, and write accuracy, flags, colour confusions and speed to a markdown file.")
     parser.add_argument("--scenes", type=int, default=500, help="number of scenes (default 500)")
-    parser.add_argument("--seed-start", type=int, default=0, help="first scene seed (default 0)")
+    parser.add_argument("--seed-start", type=int, default=HELD_OUT_FIRST,
+                        help=f"first scene seed (default {HELD_OUT_FIRST}: bench/results.md's scenes)")
     parser.add_argument("--out", default=None,
                         help="results file (default bench/results.md; with --photos, DIR/knockcam-bench.md)")
     add_board_option(parser)
