@@ -201,8 +201,13 @@ def check_corners(cal: Calibration, max_error_mm: float | None = None) -> Calibr
     if cal.grid_share is not None:
         return check(cal, max_error_mm, "the printed lines place the board no better in this photo: "
                                         + _what_to_do(cal, ["lay the marker sheet"]))
-    return check(cal, max_error_mm, "the board is too small or unsharp in this photo for four corners to place it: "
-                                    "retake it closer and in focus, or lay the marker sheet")
+    from knockcam.calibrate.corners import ORDER
+
+    # the printed lines did not confirm the corners: a corner off the board's outer corner, or a photo too
+    # small or unsharp to show them; four points alone are then a few millimetres off at the far end
+    return check(cal, max_error_mm, "the board's printed lines did not place it from these corners: check that each is "
+                                    f"on the board's outer corner ({ORDER}), retake the photo closer and in "
+                                    "focus, or lay the marker sheet")
 
 
 def offered_max_error(cal: Calibration) -> float | None:

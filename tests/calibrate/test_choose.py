@@ -191,8 +191,9 @@ def test_refused_corners_are_told_what_helps(board):
         with pytest.raises(KnockcamError) as refused:
             check_corners(not_offered, None)
         assert "--max-error" not in str(refused.value) and str(refused.value).endswith("lay the marker sheet")
-    with pytest.raises(KnockcamError, match="too small or unsharp in this photo for four corners to place it: "
-                                            "retake it closer and in focus, or lay the marker sheet"):
+    with pytest.raises(KnockcamError, match=r"printed lines did not place it from these corners: check that each is "
+                                            r"on the board's outer corner \(near-left, near-right, far-right, "
+                                            r"far-left\), retake the photo closer and in focus, or lay the marker sheet"):
         check_corners(_placed(3.5, "estimate: RMS over the board if each corner is off by 1.5 px (1 sigma)"), None)
 
 
