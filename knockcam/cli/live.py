@@ -25,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     src.add_argument("--camera", metavar="N", type=int, help="OpenCV camera number (0 = the first webcam)")
     src.add_argument("--video", metavar="FILE", help="a video file instead of a camera")
     parser.add_argument("--calibration", metavar="FILE", help="calibration file from 'knockcam calibrate' "
-                        "(default: found automatically in the first frames)")
+                        "(default: found automatically in the first frames); with --resume, one made again "
+                        "(the camera moved), used from there on")
     parser.add_argument("--reference", metavar="IMAGE", help="empty-board photo from this camera "
                         "(default: the first still frame, so start with the board clear)")
     add_board_option(parser)
@@ -149,7 +150,7 @@ def _run(args: argparse.Namespace) -> int:
     from knockcam.errors import KnockcamError
     from knockcam.files import load_photo
     from knockcam.live.frames import camera_source, size_note, video_source
-    from knockcam.live.log import check_new, read_game_log
+    from knockcam.live.log import RESUME_LATER, check_new, read_game_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
     from knockcam.live.session import LiveGame, new_log
 
@@ -172,6 +173,10 @@ def _run(args: argparse.Namespace) -> int:
         source_info = start.get("source", {})
         if args.sides or args.order:
             raise KnockcamError("--resume continues the logged game: --sides and --order cannot change it")
+        if args.reference:
+            raise KnockcamError("--resume continues the logged game with its empty-board frame: --reference cannot "
+                                "change it (a new --calibration can)")
+        calibration = Calibration.load(args.calibration) if args.calibration else None  # the camera calibrated again
     else:
         sides = _sides(args.sides, "sides")
         order = _sides(args.order, "order")
@@ -242,8 +247,19 @@ def _run(args: argparse.Namespace) -> int:
             else:
                 same = args.resume and str(Path(video).resolve()) == source_info.get("video")
                 source = video_source(video, start_index=live.last_frame + 1 if same else 0)
+        if args.resume and calibration is not None:
+            try:
+                _check_frame_size(source.frame_size(), source.name, calibration, None, args)
+            except KnockcamError:
+                source.close()
+                raise
+            live.use_calibration(calibration, f"given at --resume: {args.calibration}")
         try:
             stats = live.run(source, max_frames=args.max_frames, crash_after=args.crash_after)
+        except KnockcamError as exc:
+            if exc.what_to_do != RESUME_LATER:
+                raise
+            raise KnockcamError(exc.reason, RESUME_LATER.replace("LOG", str(log_path))) from None
         finally:
             source.close()
             display.close()

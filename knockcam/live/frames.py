@@ -16,6 +16,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.errors import KnockcamError
 from knockcam.files import image_format
+from knockcam.live.log import RESUME_LATER
 
 LOST, FROZEN, BACK = "lost", "frozen", "back"
 
@@ -133,8 +134,7 @@ class CaptureSource:
                 yield Trouble(LOST, self._time(), f"{self.name} disconnected: game paused; plug it back in "
                                                   "(nothing is lost, it resumes when frames return)")
             if self.max_wait_s is not None and now - lost_since > self.max_wait_s:
-                raise KnockcamError(f"{self.name} gone for {self.max_wait_s:g} s: stopped; "
-                                    "resume later with 'knockcam live --resume LOG'")
+                raise KnockcamError(f"{self.name} gone for {self.max_wait_s:g} s: stopped", RESUME_LATER)
             self.sleep(self.reconnect_s)
             self._reopen()
 
@@ -183,7 +183,13 @@ def camera_source(index: int, **kw) -> CaptureSource:
     width, height = (int(v) for v in settings.load("live")["camera"]["frame_size"])
 
     def open_capture():
-        cap = cv2.VideoCapture(int(index))
+        # a camera that is not there is told in one line (CaptureSource), not in each back-end's own words
+        level = cv2.utils.logging.getLogLevel()
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+        try:
+            cap = cv2.VideoCapture(int(index))
+        finally:
+            cv2.utils.logging.setLogLevel(level)
         if not cap.isOpened():
             return None
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue

@@ -26,6 +26,8 @@ from knockcam.files import file_in_the_way, read_text, replace_atomically
 # the game log's format, written in its start line; a later one is refused, not misread. 2: each line ends
 # with its check (format 1, before 2026-12-03, has none; such a log is read without them)
 LOG_FORMAT = 2
+# what to do when a game stops before it is over; the command line puts the log's path for LOG
+RESUME_LATER = "resume later with 'knockcam live --resume LOG'"
 _CHECK = re.compile(r',"check":"([0-9a-f]{16})"\}$')
 
 

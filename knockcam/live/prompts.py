@@ -17,6 +17,7 @@ from typing import Callable, Iterable, Protocol
 
 from knockcam.errors import KnockcamError
 from knockcam.files import parse_json_or_yaml, read_text
+from knockcam.live.log import RESUME_LATER
 
 YES = ("y", "yes", "o", "oui", "1", "true")
 NO = ("n", "no", "non", "0", "false")
@@ -97,9 +98,12 @@ class TerminalPrompter:
                 self.keyboard_closed = True
                 print("(no keyboard: answer on the game's page)", file=self.stdout, flush=True)
                 continue
+            if line == "" and question.timeout_s and question.default is not None:  # it would be taken anyway
+                print(f"(input closed: {question.default})", file=self.stdout, flush=True)
+                self.answered_on = "timeout"
+                return question.normal(question.default)
             if line == "":
-                raise KnockcamError(f"no answer to '{question.text}' (input closed): resume later with "
-                                    "'knockcam live --resume LOG'")
+                raise KnockcamError(f"no answer to '{question.text}' (input closed)", RESUME_LATER)
             try:
                 return question.normal(line)
             except ValueError as exc:

@@ -116,11 +116,13 @@ def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side:
     return log
 
 
-def log_calibration(log: GameLog, calibration: Calibration, board: Board | None, note: str = "given") -> None:
+def log_calibration(log: GameLog, calibration: Calibration, board: Board | None, note: str = "given") -> Path:
+    """Save ``calibration`` beside the log and log a line naming it: the game is rebuilt with the last one."""
     name = f"calibration-{log.seq:05d}.yaml"
     path = log.evidence_dir / name
     calibration.save(path, board.size_mm if board is not None else None)
     log.append("calibration", path=str(path.relative_to(log.path.parent)), method=calibration.method, note=note)
+    return path
 
 
 def log_reference(log: GameLog, image: np.ndarray, note: str = "empty board") -> None:
@@ -462,6 +464,12 @@ class LiveGame:
             self.tell(f"{exc.reason}: waiting for a frame in better light")
         return exc.reason
 
+    def use_calibration(self, calibration: Calibration, note: str) -> None:
+        """Go on with ``calibration`` (given when the game is resumed: the camera was calibrated again), logged
+        so that the game is rebuilt with it; checked on the next still frame unless the empty board is known."""
+        self._cal_path = log_calibration(self.log, calibration, self.board, note)
+        self.calibration = calibration
+
     def _check_given_calibration(self, image: np.ndarray) -> None:
         """KnockcamError when the given calibration does not fit the camera's first readable still frame: made
         before the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose)."""
@@ -471,8 +479,9 @@ class LiveGame:
             check_file_fits(image, self.calibration, self.board, "the given calibration", self.max_error_mm)
         except KnockcamError as exc:
             self.log.append("camera", trouble="calibration does not fit", message=exc.reason)
-            raise KnockcamError(exc.reason, "give one made from where the camera is now (knockcam calibrate), or "
-                                            "start without --calibration: the board is then found automatically") from None
+            again = f"'knockcam live --resume {self.log_path} --calibration NEW.yaml'"
+            raise KnockcamError(exc.reason, f"make one from where the camera is now (knockcam calibrate) and go on "
+                                            f"with {again}") from None
 
     def _look_for_board(self, frame: Frame, search: BoardSearch) -> bool:
         """No calibration given: find the board automatically in this frame, if it is time for another try.

@@ -317,10 +317,20 @@ def test_a_given_calibration_from_before_the_camera_moved_stops_a_new_game(empty
     """Made 12 px off (the webcam moved since): every token would be read over a centimetre away all game."""
     empty, truth = empty_720p
     log, live = _given_game(tmp_path, truth.with_error(0.5, "test").moved(np.array([[1.0, 0, 12], [0, 1, 0], [0, 0, 1]])))
-    with pytest.raises(KnockcamError, match=r"the given calibration does not fit .*start without --calibration"):
+    with pytest.raises(KnockcamError, match=rf"the given calibration does not fit .*go on with 'knockcam live "
+                                            rf"--resume {log} --calibration NEW.yaml'$"):
         live.run(list_source([empty] * 60, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
     assert [e["trouble"] for e in read_log(log) if e["kind"] == "camera"] == ["calibration does not fit"]
     assert not [e for e in read_log(log) if e["kind"] == "reference"]  # stopped before the empty board was taken
+
+    # resumed with one made again from where the camera is now (it used to fail the same way every time)
+    resumed = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False)
+    resumed.use_calibration(truth.with_error(0.5, "test"), "given at --resume: new.yaml")
+    resumed.run(list_source([empty] * 60, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    assert [e["note"] for e in read_log(log) if e["kind"] == "calibration"] == ["given", "given at --resume: new.yaml"]
+    assert [e for e in read_log(log) if e["kind"] == "reference"]  # the empty board taken: the game went on
+    again = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False)  # rebuilt from the log: the new one
+    assert np.allclose(again.calibration.homography, truth.homography)
 
 
 def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():

@@ -224,6 +224,42 @@ def test_a_mangled_game_log_is_replayed_or_refused_in_one_line(demo, board, tmp_
     assert 0 < refused < 100
 
 
+def test_resume_takes_a_calibration_made_again_and_refuses_another_empty_board_frame(demo_files, tmp_path, capsys):
+    """A new --calibration with --resume used to be ignored without a word (a game stopped for a calibration
+    made before the camera moved could then never go on); it is now logged and used from there on."""
+    import yaml
+
+    log = tmp_path / "game.jsonl"  # stopped at once: one frame is too few to find the board in
+    assert main(["live", "--video", str(demo_files["video"]), "--sides", "red,blue", "--log", str(log),
+                 "--answers", str(demo_files["answers"]), "--quiet", "--no-model", "--max-frames", "1"]) == 2
+    assert "the board was not found automatically" in capsys.readouterr().err
+    assert main(["live", "--resume", str(log), "--reference", str(demo_files["reference"])]) == 2
+    assert "--reference cannot change it (a new --calibration can)" in capsys.readouterr().err
+    data = yaml.safe_load(demo_files["calibration"].read_text())
+    data["image_size"] = [data["image_size"][0] // 2, data["image_size"][1] // 2]
+    halved = tmp_path / "halved.yaml"
+    halved.write_text(yaml.safe_dump(data))
+    lines = log.read_text()
+    assert main(["live", "--resume", str(log), "--calibration", str(halved), "--quiet", "--no-model"]) == 2
+    assert "frames: calibrate a frame of this camera at this size" in capsys.readouterr().err
+    assert log.read_text() == lines  # refused, nothing logged
+    assert main(["live", "--resume", str(log), "--calibration", str(demo_files["calibration"]),
+                 "--answers", str(demo_files["answers"]), "--quiet", "--no-model", "--max-frames", "1"]) in (0, 3)
+    notes = [e["note"] for e in read_log(log) if e["kind"] == "calibration"]
+    assert notes == [f"given at --resume: {demo_files['calibration']}"]
+
+
+def test_a_game_stopped_for_an_answer_says_the_resume_command_with_its_log(demo_files, tmp_path, capsys, monkeypatch):
+    import io
+
+    log = tmp_path / "game.jsonl"
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))  # run with no terminal, no page and no answers file
+    assert main(["live", "--video", str(demo_files["video"]), "--calibration", str(demo_files["calibration"]),
+                 "--order", "red,blue", "--log", str(log), "--quiet", "--no-model"]) == 2
+    err = capsys.readouterr().err.splitlines()[-1]
+    assert "(input closed): resume later with 'knockcam live --resume " + str(log) + "'" in err
+
+
 @pytest.mark.parametrize("text", ["", "\n", '{"seq": 0, "kind": "st'])
 def test_resume_of_a_log_whose_game_never_started_says_so_in_one_line(demo_files, tmp_path, capsys, text):
     """A crash while a game starts leaves an empty log, or one whose first line is cut off."""

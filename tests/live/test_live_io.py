@@ -15,7 +15,7 @@ import pytest
 from knockcam.cli import main
 from knockcam.errors import KnockcamError
 from knockcam.live.display import Display, check_window
-from knockcam.live.log import GameLog, read_log
+from knockcam.live.log import RESUME_LATER, GameLog, read_log
 from knockcam.live.prompts import NeedAnswer, Question, ReplayPrompter, ScriptedPrompter, TerminalPrompter, \
     load_answers, yes_no
 
@@ -30,8 +30,17 @@ def test_terminal_prompter_repeats_after_a_bad_answer_and_takes_the_default():
     assert p.ask(q()) == "yes"
     assert "answer yes or no" in out.getvalue()
     assert p.ask(q()) == "no"  # Enter: the default
-    with pytest.raises(KnockcamError, match="input closed"):
+    with pytest.raises(KnockcamError, match="input closed") as stopped:
         p.ask(q())
+    assert stopped.value.what_to_do == RESUME_LATER  # the command line names the log there
+
+
+def test_with_input_closed_a_question_that_times_out_takes_its_default_at_once():
+    """It would take it after its time anyway ("[no in 15 s]"): a game run with no terminal stopped there."""
+    out = io.StringIO()
+    timed = Question(key="r1:off:red:1", text="slid off?", default="no", check=yes_no, timeout_s=15)
+    assert TerminalPrompter(stdin=io.StringIO(""), stdout=out).ask(timed) == "no"
+    assert "(input closed: no)" in out.getvalue()
 
 
 def test_scripted_answers_by_key_in_order_and_defaults():
@@ -178,6 +187,18 @@ def test_live_cli_input_errors(tmp_path, capsys):
     assert "--resume" in capsys.readouterr().err
     assert main(["replay", str(tmp_path / "none.jsonl")]) == 2
     assert "game log not found" in capsys.readouterr().err
+
+
+def test_a_camera_that_is_not_there_is_one_line_without_opencvs_own_messages(tmp_path):
+    """OpenCV's capture back-ends each wrote their failure (warnings, an exception text, an error) first."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "knockcam", "live", "--camera", "9", "--sides", "red,blue", "--log",
+                           str(tmp_path / "g.jsonl")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr == "knockcam: error: cannot open camera 9: check the --camera number or the --video path\n"
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_terminal_question_with_a_timeout_takes_its_default_when_nobody_answers():
