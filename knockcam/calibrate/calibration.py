@@ -228,7 +228,9 @@ class Calibration:
         try:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
-            raise KnockcamError(f"calibration file not found: {path} (run 'knockcam calibrate' first)") from None
+            made_by = "knockcam calibrate camera" if lens else "knockcam calibrate"
+            raise KnockcamError(f"{'lens ' if lens else ''}calibration file not found: {path} (run '{made_by}' "
+                                "first)") from None
         except IsADirectoryError:
             raise KnockcamError(f"calibration file {path} is a folder: give the .yaml file in it") from None
         except OSError as exc:

@@ -27,8 +27,11 @@ def test_not_a_calibration_file_is_a_clear_error(tmp_path):
     bad.write_text("method: auto\nhomography: [[1, 0], [0, 1]]\nimage_size: [10, 10]\n")
     with pytest.raises(KnockcamError, match="not a knockcam calibration"):
         Calibration.load(bad)
-    with pytest.raises(KnockcamError, match="not found"):
+    with pytest.raises(KnockcamError, match=r"^calibration file not found: .*\(run 'knockcam calibrate' first\)$"):
         Calibration.load(tmp_path / "missing.yaml")
+    with pytest.raises(KnockcamError, match=r"^lens calibration file not found: .*\(run 'knockcam calibrate camera' "
+                                            r"first\)$"):
+        Calibration.load(tmp_path / "missing.yaml", lens=True)
 
 
 def _bowed_camera(board):
