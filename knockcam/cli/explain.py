@@ -44,19 +44,23 @@ def run(args: argparse.Namespace) -> int:
         raise KnockcamError(f"--out writes a PNG: give a path ending in .png, not {out}")
     scored = Scorer(options_from(args)).score(image)
     explanations = explain(scored, sides, numbers)
-    ok, data = cv2.imencode(".png", explain_image(scored, explanations))
-    if not ok:
-        raise KnockcamError(f"could not encode the close-ups for {out}")
-    write_atomic(out, data.tobytes())
+    if explanations:
+        ok, data = cv2.imencode(".png", explain_image(scored, explanations))
+        if not ok:
+            raise KnockcamError(f"could not encode the close-ups for {out}")
+        write_atomic(out, data.tobytes())
+    else:  # no token of those sides in the photo: no picture of nothing
+        out = None
     if args.json:
-        print(json.dumps({"image": str(image), "sides": list(sides), "numbers": list(numbers), "close_ups": str(out),
+        print(json.dumps({"image": str(image), "sides": list(sides), "numbers": list(numbers),
+                          "close_ups": None if out is None else str(out),
                           "tokens": [e.to_dict() for e in explanations]}, indent=2))
         return 0
     print_explanations(scored, explanations, sides, out)
     return 0
 
 
-def print_explanations(scored, explanations, sides, out) -> None:
+def print_explanations(scored, explanations, sides, out: Path | None) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -81,4 +85,5 @@ def print_explanations(scored, explanations, sides, out) -> None:
         console.print(f"  margin {e.margin_mm:.1f} mm (the base centre can move this far before the call changes; "
                       f"runner-up {space_name(scored.board, e.runner_up)}); uncertainty {e.sigma_mm:.1f} mm; "
                       f"confidence {e.confidence:.2f}; detector {e.source}; flags: {flags}")
-    console.print(f"close-ups: {out}", soft_wrap=True)
+    if out is not None:
+        console.print(f"close-ups: {out}", soft_wrap=True)

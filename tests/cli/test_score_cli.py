@@ -154,6 +154,24 @@ def test_the_explain_command_the_demo_suggests_shows_the_demos_close_call(tmp_pa
         (n, tokens[n - 1]["side"], tokens[n - 1]["xy_mm"], True) for n in close]  # the same token, in doubt
 
 
+def test_explain_of_a_side_with_no_token_in_the_photo_writes_no_picture(tmp_path, capsys, monkeypatch):
+    from knockcam.cli import main
+    from knockcam.cli.demo import repo_root
+
+    photo = repo_root() / "fixtures" / "scenes" / "overhead.jpg"
+    if not photo.is_file():
+        import pytest
+
+        pytest.skip("fixtures/scenes is not in this checkout")
+    monkeypatch.chdir(tmp_path)
+    assert main(["explain", str(photo), "--token", "red", "--json"]) == 0
+    said = json.loads(capsys.readouterr().out)
+    assert said["tokens"] == [] and said["close_ups"] is None and list(tmp_path.iterdir()) == []
+    assert main(["explain", str(photo), "--token", "red"]) == 0
+    out = capsys.readouterr().out
+    assert "no red tokens found" in out and "close-ups" not in out and list(tmp_path.iterdir()) == []
+
+
 def test_the_options_repeated_in_a_hint_are_those_that_number_the_tokens():
     from knockcam.cli.score import same_tokens_options
 
