@@ -332,6 +332,9 @@ class Scorer:
             raise KnockcamError(f"in the empty-board frame, {frame_refused}; in the photo too, {photo_refused}") from None
         kept = frame_refused.calibration if isinstance(frame_refused, Refused) else None  # None: board not found
         if not agrees(cal, kept, self.board):
+            # a frame taken from elsewhere: that, not its calibration, is what to mend first (a --max-error the
+            # frame's refusal offers would only lead to this)
+            self._frame_in_view(image, cal)
             apart = float(corner_errors_mm(cal, kept, self.board).max())
             raise KnockcamError(f"in the empty-board frame, {frame_refused}; the photo's board lies {apart:.1f} mm from "
                                 f"the frame's, more than the frame's estimated {kept.error_mm:.1f} mm: give --corners "

@@ -439,3 +439,13 @@ def test_a_phone_photo_taken_upright_is_scored_as_the_same_photo_taken_across(tm
     assert calls[0] == calls[1] and len(calls[0]) == 8
     for a, t in zip(across.positions, turned.positions):
         assert np.hypot(*np.subtract(a.token.xy_mm, t.token.xy_mm)) < 0.1
+
+
+def test_an_empty_board_frame_from_elsewhere_is_told_before_the_frames_refused_calibration():
+    """Fixture overhead.jpg with oblique_60's empty-board frame (another camera, another print): the frame's
+    calibration is refused with an offer of --max-error, which only led to this same refusal once accepted."""
+    scenes = Path(__file__).resolve().parents[1] / "fixtures" / "scenes"
+    scorer = Scorer(ScoreOptions(reference=scenes / "oblique_60_ref.jpg"))
+    with pytest.raises(KnockcamError, match=r"^the empty-board frame does not show the board as the photo does "
+                                            r"\(camera moved a lot\): take both from the same place"):
+        scorer.score(scenes / "overhead.jpg")
