@@ -175,8 +175,8 @@ def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: 
 def _another_order(image: np.ndarray, board: Board, corners_px, method: str, camera_matrix, dist_coeffs,
                    max_error_mm: float | None) -> np.ndarray | None:
     """The given corners in the order the photo's printed lines confirm within the error limit, when the
-    order given was refused (started at another corner, or mirrored): the board turned or mirrored fits
-    the grid nowhere near, so only the true order is confirmed. None when no other order is."""
+    order given was refused (started at another corner, mirrored or crossed); the lowest estimate if
+    several are (on fixture all_16_tokens only the true order is). None when no other order is."""
     from knockcam.calibrate.corners import calibrate_corners, orders, snap
 
     size = (int(image.shape[1]), int(image.shape[0]))
