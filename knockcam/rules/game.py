@@ -177,6 +177,10 @@ class Game:
                 if key in item and item[key] != now:
                     rule = {"order": "R6", "pot": "R4", "money_unit": "R3"}[key]
                     raise KnockcamError(f"{at}: {key}: expected {now!r} carried over, not {item[key]!r} ({rule})")
+            if "reslide_off_board" in item and item["reslide_off_board"] != game.reslide_off_board:
+                raise KnockcamError(f"{at}: reslide_off_board: this game plays {game.reslide_off_board!r}, not "
+                                    f"{item['reslide_off_board']!r}: the variant is set once, at the top of the game "
+                                    "file (S2)")
             if "cash" in item:
                 if not isinstance(item["cash"], dict) or any(item["cash"].get(s, 0) != game.cash[s] for s in game.order):
                     raise KnockcamError(f"{at}: cash: expected {game.cash} carried over, not {item['cash']!r} (R3)")

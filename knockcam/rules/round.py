@@ -44,7 +44,8 @@ class RoundInput:
 
     ``railroad_choice[side]`` lists property ids for that side's Railroad tokens in the order they move
     (None: the engine chooses); ``house_choice[side]`` is the property whose value the House doubles.
-    ``reslide_off_board`` is the S2 variant; None means "as the events say" (a reslide_fee implies paid).
+    ``reslide_off_board`` is the S2 variant; None: not said, which is the rules' default, ``none`` (a game's
+    rounds take the game's).
     """
 
     order: tuple[str, ...]
@@ -193,9 +194,10 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
         side_in_order(event.side, f"events[{i}].side")
         if event.kind not in EVENT_KINDS:
             raise _bad(where, f"events[{i}].kind", f"one of {', '.join(EVENT_KINDS)}, not {event.kind!r}", "S2")
-        if event.kind == "reslide_fee" and ri.reslide_off_board in ("none", "free"):
-            raise _bad(where, f"events[{i}].kind",
-                       f"a paid re-slide needs reslide_off_board 'paid', not {ri.reslide_off_board!r}", "S2")
+        if event.kind == "reslide_fee" and ri.reslide_off_board != "paid":
+            said = (f"not {ri.reslide_off_board!r}" if ri.reslide_off_board is not None else
+                    "and the round does not say it (the default is none): add reslide_off_board: paid")
+            raise _bad(where, f"events[{i}].kind", f"a paid re-slide needs reslide_off_board 'paid', {said}", "S2")
 
     on_kind = _tokens_on_kind(ri, board)
     for side, picks in ri.railroad_choice.items():

@@ -118,3 +118,14 @@ def test_game_file_round_that_contradicts_the_carried_state(board):
     data = {"order": ["red", "blue"], "rounds": [{"tokens": []}, {"order": ["red", "blue"], "tokens": []}]}
     with pytest.raises(KnockcamError, match=r"rounds\[1\]: order: .*\(R6\)"):
         Game.from_dict(data, board)
+
+
+def test_a_game_round_that_names_another_reslide_variant_is_refused_not_ignored(board):
+    """S2: the game's variant governs its rounds; a round saying otherwise was accepted and its word ignored."""
+    data = {"order": ["red", "blue"], "cash": {"red": 300}, "reslide_off_board": "paid",
+            "rounds": [{"reslide_off_board": "none", "events": [{"side": "red", "kind": "reslide_fee"}], "tokens": []}]}
+    with pytest.raises(KnockcamError, match=r"rounds\[0\]: reslide_off_board: this game plays 'paid', not 'none': "
+                                            r"the variant is set once, at the top of the game file \(S2\)"):
+        Game.from_dict(data, board)
+    data["rounds"][0]["reslide_off_board"] = "paid"  # saying the game's own is fine
+    assert Game.from_dict(data, board).cash["red"] == 200

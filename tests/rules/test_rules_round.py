@@ -94,15 +94,17 @@ def test_S2_paid_reslide_moves_100_into_the_pot_before_E4(play):
 
 
 def test_S2_reslide_fee_refused_when_the_side_cannot_pay(play):
-    result = play(["red", "blue"], [], cash={"blue": 50}, events=[("blue", "reslide_fee")])
+    result = play(["red", "blue"], [], cash={"blue": 50}, events=[("blue", "reslide_fee")], variant="paid")
     assert [e.kind for e in result.ledger if e.rule == "S2" and e.side == "blue"] == ["refused"]
     assert result.cash["blue"] == 50 and result.pot_after == 500
 
 
-@pytest.mark.parametrize("variant", ["none", "free"])
+@pytest.mark.parametrize("variant", ["none", "free", None])
 def test_S2_reslide_fee_under_a_variant_that_is_not_paid_is_refused(board, variant):
+    """None: the round does not say, and the rules' default is none (a paid re-slide was once taken to say paid)."""
     message = _error(board, build(["red", "blue"], [], events=[("red", "reslide_fee")], variant=variant))
     assert "events[0].kind" in message and "(S2)" in message
+    assert ("add reslide_off_board: paid" in message) == (variant is None)
 
 
 def test_S2_unknown_variant_and_event_kind_are_refused(board):
