@@ -295,9 +295,9 @@ def _slide_payments(ri: RoundInput, cash: dict[str, int], ledger: list[LedgerEnt
             fees[event.side] += fee
             ledger.append(money(rule, event.side, -fee, fee, f"{rule} {signed(-fee)} {what} into the pot"))
         else:
+            why = "S4: only a side that holds it may pay" if rule == "S4" else "a side never goes below M0, E3d"
             ledger.append(note(rule, event.side, f"{rule} refused: {event.side} holds M{cash[event.side]}, "
-                               f"a {what} costs M{fee} (S4: only a side that can pay); the token stays out",
-                               kind="refused"))
+                               f"a {what} costs M{fee} ({why}); the token stays out", kind="refused"))
     return fees
 
 

@@ -96,6 +96,8 @@ def test_S2_paid_reslide_moves_100_into_the_pot_before_E4(play):
 def test_S2_reslide_fee_refused_when_the_side_cannot_pay(play):
     result = play(["red", "blue"], [], cash={"blue": 50}, events=[("blue", "reslide_fee")], variant="paid")
     assert [e.kind for e in result.ledger if e.rule == "S2" and e.side == "blue"] == ["refused"]
+    refused = next(e for e in result.ledger if e.rule == "S2" and e.side == "blue")
+    assert "(a side never goes below M0, E3d)" in refused.reason and "S4" not in refused.reason  # S4: the jail
     assert result.cash["blue"] == 50 and result.pot_after == 500
 
 
