@@ -25,6 +25,7 @@ place are the label's; a token not found is right only if it is labelled off the
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +42,7 @@ from knockcam.sides import SIDES
 
 NO_SPACE, OFF_BOARD = "no_space", "off_board"
 LABEL_SUFFIXES = (".yaml", ".yml", ".json")
+LABEL_FIELDS = ("tokens", "reference_image", "corners_px", "order", "pot")  # what a person's label file may say
 
 # How each photo is scored: (row name, calibration from the labelled corners, with the empty-board frame).
 CONFIGS = (("automatic calibration, photo alone", False, False),
@@ -89,24 +91,31 @@ class PhotoCheck:
 
 # --- label files -------------------------------------------------------------------------------
 def find_labelled(folder: str | Path, board: Board,
-                  order: tuple[str, ...] = ()) -> tuple[list[LabelledPhoto], list[Path]]:
-    """The labelled photos in ``folder`` (in name order) and the photos there without a label file; ``order``:
-    the turn order of those whose labels give none."""
+                  order: tuple[str, ...] = ()) -> tuple[list[LabelledPhoto], list[Path], list[Path]]:
+    """The labelled photos in ``folder`` (in name order), the photos there without a label file (empty-board
+    frames the labels name left out), and the label files with no photo beside them; ``order``: the turn
+    order of those whose labels give none. A label file is PHOTO.yaml, .yml or .json, in any case."""
     folder = Path(folder)
     _check_round(order, POT_START, board, "--order")
     if not folder.is_dir():
         raise KnockcamError(f"not a folder: {folder}", "give the folder that holds the photos and their label files")
-    labelled, unlabelled = [], []
-    for photo in sorted(p for p in folder.iterdir() if p.suffix.lower() in PHOTO_SUFFIXES):
-        label = next((photo.with_suffix(s) for s in LABEL_SUFFIXES if photo.with_suffix(s).is_file()), None)
+    files = sorted(p for p in folder.iterdir() if p.is_file())
+    labels = {(p.stem, p.suffix.lower()): p for p in files if p.suffix.lower() in LABEL_SUFFIXES}
+    labelled, unlabelled, used = [], [], set()
+    for photo in (p for p in files if p.suffix.lower() in PHOTO_SUFFIXES):
+        label = next((labels[(photo.stem, s)] for s in LABEL_SUFFIXES if (photo.stem, s) in labels), None)
         if label is None:
             unlabelled.append(photo)
         else:
             labelled.append(read_labels(label, photo, board, order))
+            used.add(label)
     if not labelled:
         raise KnockcamError(f"no labelled photo in {folder}",
                             "put a label file beside each photo (PHOTO.yaml: see docs/labelled-photos.md)")
-    return labelled, unlabelled
+    frames = {p.reference.resolve() for p in labelled if p.reference is not None}
+    unlabelled = [p for p in unlabelled if p.resolve() not in frames]
+    alone = [p for p in labels.values() if p not in used]
+    return labelled, unlabelled, alone
 
 
 def read_labels(path: str | Path, photo: str | Path, board: Board, order: tuple[str, ...] = ()) -> LabelledPhoto:
@@ -119,6 +128,11 @@ def read_labels(path: str | Path, photo: str | Path, board: Board, order: tuple[
                             "write each side's resting places, e.g. tokens: {red: [boardwalk, no_space]}")
     tokens = tuple(_label_tokens(data["tokens"], path, board))
     synthetic = isinstance(data["tokens"], list) and bool(data.get("camera"))
+    unknown = [str(key) for key in data if key not in LABEL_FIELDS]
+    if unknown and not synthetic:  # a misspelt field would drop a way of scoring the photo without a word
+        near = difflib.get_close_matches(unknown[0], LABEL_FIELDS, n=1)
+        raise KnockcamError(f"{path}: unknown field {unknown[0]!r}" + (f" (did you mean {near[0]}?)" if near else ""),
+                            f"a label file has {', '.join(LABEL_FIELDS)} (docs/labelled-photos.md)")
     per_side = int(settings.load("assign")["sanity"]["tokens_per_side"])
     for side in SIDES:
         n = sum(s == side for s, _ in tokens)
@@ -325,7 +339,7 @@ def runs(photos: list[LabelledPhoto]) -> int:
 
 # --- the results file --------------------------------------------------------------------------
 def report(rows: dict[str, list[PhotoCheck]], photos: list[LabelledPhoto], unlabelled: list[Path], folder: str | Path,
-           command: str) -> str:
+           command: str, alone: list[Path] = ()) -> str:
     """The results file (markdown): each way of scoring summed over the photos, then each photo's misses."""
     def pct(num: int, den: int) -> str:
         return f"{100.0 * num / den:.1f}%" if den else "n/a"
@@ -342,15 +356,21 @@ def report(rows: dict[str, list[PhotoCheck]], photos: list[LabelledPhoto], unlab
     if unlabelled:
         names = ", ".join(p.name for p in unlabelled[:8]) + (", ..." if len(unlabelled) > 8 else "")
         lines.append(f"Not scored, no label file beside them: {len(unlabelled)} ({names}).")
+    if alone:
+        names = ", ".join(p.name for p in alone[:8]) + (", ..." if len(alone) > 8 else "")
+        lines.append(f"Label files with no photo beside them (nothing scored): {len(alone)} ({names}).")
     lines += ["", "Calls are matched to labels by side and resting place (knockcam/labelled.py): a call is right when "
               "its side and place are the label's; a token not found is right only if it is labelled off the board. "
               "Flagged: left to a human (a flagged call, a labelled token not found under a hidden area, or the photo "
-              "refused: not scored, the user is told what to give). Exactly right: every labelled token right and no "
+              "refused: not scored, the user is told what to give). Right among unflagged: among the labelled tokens "
+              "not left to a human; a token missed without a flag is one of the wrong ones there, and missed counts "
+              "it too, as it counts the tokens on the board of a photo not scored. Exactly right: every labelled "
+              "token right and no "
               "call on the board where no token is, flags or not. Payouts right: the round scored from the calls "
               "(flagged ones as called) pays as the round scored from the labels (photos with a turn order); sure photos: "
               "those scored with nothing left to a human (no flagged call, no hidden area), where knockcam's payouts "
               "are its answer.", "",
-              "| scoring | photos | tokens | right | right among unflagged | flagged | wrong calls left unflagged | "
+              "| scoring | photos | tokens | right | right among unflagged | flagged | wrong and unflagged | "
               "missed | calls where no token is | colour confusions | exactly right | not scored | payouts right | "
               "sure photos: payouts right |",
               "|---" * 14 + "|"]

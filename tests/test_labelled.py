@@ -128,14 +128,16 @@ def test_a_label_file_takes_places_as_the_board_prints_them(tmp_path):
 
 
 def test_the_fixtures_truth_files_read_as_labels():
-    photos, unlabelled = find_labelled(FIXTURES, BOARD)
+    photos, unlabelled, alone = find_labelled(FIXTURES, BOARD)
     assert len(photos) == 12 and all(p.synthetic for p in photos)
-    assert all(p.name.endswith("_ref.jpg") for p in unlabelled)
+    # the photos' _ref.jpg frames are their labels' empty-board frames, not photos left out; the video's is left
+    assert [p.name for p in unlabelled] == ["video_s4_0003_ref.jpg"]
+    assert [p.name for p in alone] == ["video_s4_0003.json"]  # the video's truth: no photo beside it
     hand = next(p for p in photos if p.photo.name == "hand.jpg")
     truth = json.loads((FIXTURES / "hand.json").read_text())
     assert len(hand.tokens) == len(truth["tokens"]) and hand.reference == FIXTURES / "hand_ref.jpg"
     assert hand.order == () and hand.corners_px is not None
-    ordered, _ = find_labelled(FIXTURES, BOARD, ("blue", "red"))  # a turn order for labels that give none
+    ordered, _, _ = find_labelled(FIXTURES, BOARD, ("blue", "red"))  # a turn order for labels that give none
     assert {p.order for p in ordered} == {("blue", "red")}
 
 
@@ -154,6 +156,9 @@ def test_the_fixtures_truth_files_read_as_labels():
     ({"tokens": {"red": []}, "order": ["red", "red"]}, "side 'red' listed twice"),
     ({"tokens": {"red": []}, "order": ["red", "blue"], "pot": -5}, "pot: must be a whole number"),
     ({"cards": []}, "no 'tokens'"),
+    ({"tokens": {"red": []}, "refrence_image": "empty.jpg"}, "unknown field 'refrence_image' (did you mean "
+                                                             "reference_image?): a label file has tokens, "),
+    ({"tokens": {"red": []}, "note": "round 3"}, "unknown field 'note': a label file has tokens, reference_image"),
 ])
 def test_a_bad_label_file_is_one_line_naming_it(tmp_path, data, says):
     path = _write(tmp_path, data)
@@ -172,8 +177,8 @@ def test_every_way_a_photo_allows_is_scored_and_reported(tmp_path):
     for side, where in wanted:
         labels["tokens"].setdefault(side, []).append(where)
     (tmp_path / "round.yaml").write_text(yaml.safe_dump(labels), encoding="utf-8")
-    photos, unlabelled = find_labelled(tmp_path, BOARD)
-    assert [p.name for p in unlabelled] == ["empty.jpg"]
+    photos, unlabelled, alone = find_labelled(tmp_path, BOARD)
+    assert unlabelled == [] and alone == []  # empty.jpg is the labels' empty-board frame
     truth = [Token(side=t["side"], xy_mm=tuple(t["xy_mm"]), confidence=0.9, sigma_mm=0.3) for t in s.truth["tokens"]]
     rows = check_all(photos, detector=_fixed(*truth))
     assert list(rows) == [name for name, _, _ in CONFIGS]
@@ -186,7 +191,22 @@ def test_every_way_a_photo_allows_is_scored_and_reported(tmp_path):
     text = report(rows, photos, unlabelled, tmp_path, "knockcam bench --photos X")
     assert "photos labelled by a person" in text and "| labelled corners, empty-board frame | 1 |" in text
     assert all(line.count("|") == 15 for line in text.splitlines() if line.startswith("| automatic calibration"))
-    assert "Not scored, no label file beside them: 1 (empty.jpg)" in text
+    assert "Not scored" not in text and "with no photo beside them" not in text
+
+
+def test_label_files_are_found_in_any_case_and_those_with_no_photo_are_said(tmp_path):
+    """A label with no photo beside it (a typo in its name, a photo OpenCV cannot read) was skipped unsaid, and
+    round.YAML beside round.JPG was not found: "no labelled photo"."""
+    s = scene()
+    shutil.copy(s.photo, tmp_path / "round.JPG")
+    shutil.copy(s.photo, tmp_path / "other.jpg")
+    (tmp_path / "round.YAML").write_text(yaml.safe_dump({"tokens": {"red": ["boardwalk"]}}), encoding="utf-8")
+    (tmp_path / "roud2.yaml").write_text(yaml.safe_dump({"tokens": {"red": ["go_to_jail"]}}), encoding="utf-8")
+    photos, unlabelled, alone = find_labelled(tmp_path, BOARD)
+    assert [p.labels.name for p in photos] == ["round.YAML"] and [p.name for p in unlabelled] == ["other.jpg"]
+    assert [p.name for p in alone] == ["roud2.yaml"]
+    text = report({}, photos, unlabelled, tmp_path, "knockcam bench --photos X", alone)
+    assert "Label files with no photo beside them (nothing scored): 1 (roud2.yaml)." in text
 
 
 def test_bench_photos_on_a_folder_without_labels_is_one_line_and_exit_2(tmp_path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 
 from knockcam.bench import HELD_OUT_FIRST
 from knockcam.cli import add_board_option
@@ -153,7 +154,9 @@ def _photos(args: argparse.Namespace) -> int:
     from knockcam.pipeline import parse_order
 
     board = load_board(args.board)
-    photos, unlabelled = find_labelled(args.photos, board, parse_order(args.order))
+    photos, unlabelled, alone = find_labelled(args.photos, board, parse_order(args.order))
+    if alone:
+        print(f"label files with no photo beside them, not scored: {', '.join(p.name for p in alone)}", file=sys.stderr)
     out = check_writable(args.out or Path(args.photos) / "knockcam-bench.md")
     command = invoked_as("bench", f"knockcam bench --photos {args.photos} --out {out}"
                                   + (f" --order {args.order}" if args.order else ""))
@@ -161,7 +164,7 @@ def _photos(args: argparse.Namespace) -> int:
     with Progress(console=console, transient=True) as bar:
         task = bar.add_task("photos", total=runs(photos))
         rows = check_all(photos, args.board, progress=lambda: bar.advance(task))
-    text = report(rows, photos, unlabelled, args.photos, command)
+    text = report(rows, photos, unlabelled, args.photos, command, alone)
     write_atomic(out, text)
     Console(soft_wrap=True).print(text, markup=False, highlight=False)
     console.print(f"wrote {out}")
