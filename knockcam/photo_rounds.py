@@ -10,6 +10,7 @@ calibration (a fixed camera); without it each photo's board is found on its own.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +57,7 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
         except EntryRefused as exc:  # a call of a token number the photo does not show
             raise KnockcamError(f"{at}.{_entry(exc)}") from None
         except KnockcamError as exc:
-            raise KnockcamError(f"{at}.photo {item['photo']}: {exc}") from None
+            raise KnockcamError(f"{at}.photo {item['photo']}: {exc}{_in_a_game_file(str(exc))}") from None
         tokens, notes = _tokens_and_notes(scored, order)
         rest = {key: value for key, value in item.items() if key not in PHOTO_FIELDS}
         rounds.append({**rest, "tokens": tokens})
@@ -90,6 +91,15 @@ def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[
         notes.append(f"not in the photo: {missing}, counted as out; add one seen on the board with add: "
                      "[SIDE=SPACE]")
     return [{"side": t.side, "space": t.space} for t in given], notes
+
+
+def _in_a_game_file(said: str) -> str:
+    """Where advice to give a command-line option goes in a game file: a calibration file (which is what
+    --corners or an accepted --max-error make, through 'knockcam calibrate') and the empty-board frame, once."""
+    if not re.search(r"--(corners|calibration|reference|max-error)\b", said):
+        return ""
+    return (" (in a game file these go once, at its top, as camera: {calibration: FILE, reference: IMAGE}; "
+            "'knockcam calibrate PHOTO --corners ...' or '--max-error MM' writes the calibration file)")
 
 
 def _entry(exc: EntryRefused) -> str:

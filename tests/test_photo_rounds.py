@@ -124,3 +124,21 @@ def test_a_token_in_doubt_itself_is_noted_as_such_not_as_a_close_call():
     assert tokens == [{"side": "blue", "space": "park_place"}]
     assert notes[0] == ("#1 blue is in doubt (disagreement), scored as park_place: look, and settle it with calls: "
                         "{1: SPACE}, or {1: none} if there is no token")
+
+
+def test_advice_to_give_an_option_says_where_it_goes_in_a_game_file(night):
+    """A photo round's refusal speaks the command line's words (score without --reference, give --corners):
+    the game file's own place for them is said after it."""
+    from knockcam.photo_rounds import _in_a_game_file
+
+    other = Path(__file__).resolve().parents[1] / "fixtures" / "scenes" / "oblique_60_ref.jpg"
+    shutil.copy(other, night / "empty.jpg")  # an empty-board frame from another camera and board
+    game = _game(night, [{"photo": "round1.jpg"}], camera={"reference": "empty.jpg"})
+    with pytest.raises(KnockcamError) as err:
+        photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+    said = str(err.value)
+    assert said.startswith("game.yaml: rounds[0].photo round1.jpg: ") and "--reference" in said
+    assert said.endswith("(in a game file these go once, at its top, as camera: {calibration: FILE, reference: "
+                         "IMAGE}; 'knockcam calibrate PHOTO --corners ...' or '--max-error MM' writes the calibration "
+                         "file)") and "\n" not in said
+    assert _in_a_game_file("the board is far too dark in the photo: light the board") == ""
