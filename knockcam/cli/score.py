@@ -199,7 +199,7 @@ def print_scored(scored, evidence: Path | None = None, console=None, again: str 
     from rich.markup import escape
 
     from knockcam.assign import NOT_A_TOKEN
-    from knockcam.report.evidence import free_parking_line, hidden_lines, stake_lines
+    from knockcam.report.evidence import free_parking_line, hidden_lines, stake_lines, unseen_line
     from knockcam.report.tables import round_tables
 
     console = console or Console()
@@ -222,12 +222,9 @@ def print_scored(scored, evidence: Path | None = None, console=None, again: str 
             console.print(f"[magenta]{'in doubt' if doubt else 'close call'}: {line} (settle it: --call "
                           f"{call.index + 1}={other}, or "
                           f"--call {call.index + 1}={kept} to keep the camera's)[/magenta]", soft_wrap=True)
-    unseen = scored.unseen
+    unseen = unseen_line(scored)
     if unseen:
-        what = ", ".join(f"{side} {n}" for side, n in unseen.items())
-        console.print(f"[magenta]not in the photo: {what} token{'s' if sum(unseen.values()) > 1 else ''}, counted as out "
-                      "(off the board); if one is hidden on the board (under a hand, behind a cup), move what hides it and "
-                      "score again, or add it with --add SIDE=SPACE[/magenta]")
+        console.print(f"[magenta]{unseen}[/magenta]")
     for line in hidden_lines(scored):
         console.print(f"[magenta]{line}[/magenta]")
     n_close = len(scored.ambiguous)

@@ -140,6 +140,24 @@ def hidden_lines(scored) -> list[str]:
     return out
 
 
+def unseen_line(scored) -> str | None:
+    """The tokens of the playing sides the photo does not show (counted as out), and what to do; None if none."""
+    unseen = scored.unseen
+    if not unseen:
+        return None
+    what = ", ".join(f"{side} {n}" for side, n in unseen.items())
+    return (f"not in the photo: {what} token{'s' if sum(unseen.values()) > 1 else ''}, counted as out (off the "
+            "board); if one is hidden on the board (under a hand, behind a cup), move what hides it and score again, "
+            "or add it with --add SIDE=SPACE")
+
+
+def _paid_sides(scored) -> dict[str, str]:
+    """Space id -> the side it pays in the round (E3a: on a shared property, the side higher in turn order)."""
+    if scored.round is None:
+        return {}
+    return {e.space: e.side for e in scored.round.ledger if e.rule == "E3a" and e.kind == "money" and e.space}
+
+
 # --- marks on a picture -----------------------------------------------------------------------
 def draw_hidden(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float) -> None:
     """The hidden areas: hatched in magenta, so the eye goes there (in place)."""
@@ -157,16 +175,19 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
     radius = board.token.base_diameter_mm / 2.0
     chosen = [i for i in range(len(scored.positions)) if only is None or i in only]
     line = max(2, int(round(px_per_mm * 0.6)))
-    # the space each token was given, in its side's colour (close calls: both candidates, dashed magenta)
+    # the space each token was given, in its side's colour; a property tokens of several sides share, in the
+    # colour of the side it pays (E3a), as the ledger says (close calls: both candidates, dashed magenta)
+    paid, drawn = _paid_sides(scored), set()
     for i in chosen:
         p = scored.positions[i]
-        if p.ambiguous or "not_a_token" in p.flags:
+        if p.ambiguous or "not_a_token" in p.flags or p.state != "on_space" or p.space in drawn:
             continue
-        if p.state == "on_space":
-            poly = to_px(d.densify(board.space(p.space).polygon))
-            if fills:
-                d.fill_alpha(image, [poly], d.side_bgr(p.side), 0.28)
-            d.polyline(image, poly, d.side_bgr(p.side), line, halo=1)
+        drawn.add(p.space)
+        colour = d.side_bgr(paid.get(p.space, p.side))
+        poly = to_px(d.densify(board.space(p.space).polygon))
+        if fills:
+            d.fill_alpha(image, [poly], colour, 0.28)
+        d.polyline(image, poly, colour, line, halo=1)
     for i in chosen:
         p = scored.positions[i]
         if not p.ambiguous:
@@ -206,8 +227,8 @@ def _label_text(p, i: int) -> str:
         return f"#{i + 1} human's call"
     if "added_by_hand" in p.flags:
         return f"#{i + 1} added by hand"
-    if "close_call" in p.flags:
-        return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm"
+    if "close_call" in p.flags:  # a lying token's base is placed from its body: said, as the close-ups say it
+        return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm" + (" fallen" if "fallen" in p.flags else "")
     if p.ambiguous:  # in doubt for another reason: a disagreement, a doubted or extra token
         return f"#{i + 1} {p.coverage:.0%} look: {doubt_words(p)}"
     if p.state == OFF_BOARD:
@@ -346,9 +367,9 @@ def legend_panel(width: int, height: int) -> np.ndarray:
     y = 24
     d.put(img, "Legend", (10, y), 0.6, d.INK, 2)
     rows = [
-        ("space", "space given to a token (its side's colour)"),
+        ("space", "space given to a token (shared: the side paid)"),
         ("ring", "token base, drawn to scale; dot = base centre"),
-        ("close", "close call: both candidate spaces dashed"),
+        ("close", "a human decides: candidate spaces dashed"),
         ("margin", "dashed ring: how far the base can move"),
         ("label", "#n  number, % of the base on the space"),
         ("off", "x: off the board (S2), scores nothing"),
@@ -422,6 +443,9 @@ def text_panel(scored, width: int, height: int) -> np.ndarray:
                                                     "to decide" if n_close else ""),
             d.CLOSE if n_close else d.INK)
     block(token_lines(scored))
+    unseen = unseen_line(scored)
+    if unseen:
+        block(textwrap.wrap(unseen, cols, subsequent_indent="  "), d.CLOSE)
     hidden = hidden_lines(scored)
     if hidden:
         block([piece for line in hidden for piece in textwrap.wrap(line, cols, subsequent_indent="  ")], d.CLOSE)
@@ -571,4 +595,4 @@ def write_evidence(scored, path: str | Path) -> Path:
 
 
 __all__ = ["evidence_image", "evidence_png", "write_evidence", "token_lines", "round_text", "free_parking_line",
-           "stake_lines", "close_up", "draw_calls"]
+           "stake_lines", "unseen_line", "close_up", "draw_calls"]

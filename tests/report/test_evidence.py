@@ -73,6 +73,26 @@ def test_marks_land_on_the_board_points_they_describe():
     assert np.array_equal(canvas[2, 2], [255, 255, 255])
 
 
+def test_a_property_two_sides_share_is_tinted_for_the_side_it_pays():
+    """E3a: red before blue in the turn order, so the property pays red, as the ledger says; the box was tinted
+    for whichever token was drawn last, blue here, and a referee read it as blue's."""
+    space = BOARD.properties[3].id
+    cx, cy = _centre(space)
+    poly = np.asarray(BOARD.space(space).polygon)
+    offset = 0.25 * (poly[:, 0].max() - poly[:, 0].min())
+    tokens = [Token("red", (cx - offset, cy), 0.9, 0.3), Token("blue", (cx + offset, cy), 0.9, 0.3)]
+    view = TopDown(BOARD, px_per_mm=2.0, margin_mm=10.0)
+    u, v = np.round(view.to_px([poly.min(axis=0) + 2.0])[0]).astype(int)  # inside the space, away from both bases
+    for order, paid in ((("red", "blue"), "red"), (("blue", "red"), "blue")):
+        scored = _scored(tokens, order=order)
+        assert [e.side for e in scored.round.ledger if e.rule == "E3a" and e.kind == "money"] == [paid]
+        canvas = np.full((view.size[1], view.size[0], 3), 255, np.uint8)
+        draw_calls(canvas, scored, d.view_to_px(view), view.px_per_mm, numbers=False)
+        tint = canvas[v, u].astype(float)
+        other = "blue" if paid == "red" else "red"
+        assert np.linalg.norm(tint - d.side_bgr(paid)) < np.linalg.norm(tint - d.side_bgr(other)), (order, tint)
+
+
 def test_close_calls_are_magenta_with_both_candidates():
     token, a, b = _boundary_token()
     scored = _scored([token])
@@ -233,3 +253,15 @@ def test_a_token_in_doubt_itself_is_staked_as_no_token_at_all():
     gain = scored.round.per_side["blue"].delta
     assert gain > 0 and call.cash_change == {"blue": -gain}  # without it, blue is paid nothing for Park Place
     assert stake_lines(scored) == [f"#{call.index + 1} blue (disagreement) no token at all: blue {-gain:+,d}"]
+
+
+def test_tokens_not_in_the_photo_are_said_in_the_picture_as_in_the_printout():
+    """The printout said "not in the photo: red 3" and the picture only counted the tokens it saw."""
+    from knockcam.report.evidence import text_panel, unseen_line
+
+    one = [Token("red", _centre(BOARD.properties[0].id), 0.9, 1.0)]
+    scored, alone = _scored(one, order=("red", "blue")), _scored(one, order=())
+    assert unseen_line(scored).startswith("not in the photo: red 3, blue 4 tokens, counted as out")
+    assert unseen_line(alone) is None and not scored.ambiguous  # no other magenta line in the panel
+    assert np.all(text_panel(scored, 900, 700) == d.CLOSE, axis=2).any()  # the line, in magenta
+    assert not np.all(text_panel(alone, 900, 700) == d.CLOSE, axis=2).any()
