@@ -466,7 +466,7 @@ class LiveGame:
 
     def use_calibration(self, calibration: Calibration, note: str) -> None:
         """Go on with ``calibration`` (given when the game is resumed: the camera was calibrated again), logged
-        so that the game is rebuilt with it; checked on the next still frame unless the empty board is known."""
+        so that the game is rebuilt with it; checked on the next still frame when the game has seen none yet."""
         self._cal_path = log_calibration(self.log, calibration, self.board, note)
         self.calibration = calibration
 
