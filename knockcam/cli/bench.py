@@ -155,9 +155,9 @@ def _photos(args: argparse.Namespace) -> int:
 
     board = load_board(args.board)
     photos, unlabelled, alone = find_labelled(args.photos, board, parse_order(args.order))
+    out = check_writable(args.out or Path(args.photos) / "knockcam-bench.md")
     if alone:
         print(f"label files with no photo beside them, not scored: {', '.join(p.name for p in alone)}", file=sys.stderr)
-    out = check_writable(args.out or Path(args.photos) / "knockcam-bench.md")
     command = invoked_as("bench", f"knockcam bench --photos {args.photos} --out {out}"
                                   + (f" --order {args.order}" if args.order else ""))
     console = Console(stderr=True)

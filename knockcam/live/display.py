@@ -77,7 +77,8 @@ class Display:
 
         from knockcam.report.evidence import close_up
 
-        scored = SimpleNamespace(image=image, calibration=calibration, board=self.board, positions=list(positions))
+        scored = SimpleNamespace(image=image, calibration=calibration, board=self.board, positions=list(positions),
+                                 round=None)  # the review comes before the round is scored
         pictures = {}
         for t in snapshot["tokens"]:
             if t["state"] != "board" or not t.get("ambiguous"):
