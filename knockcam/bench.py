@@ -28,9 +28,9 @@ from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import Refused, agrees, error_limit
 from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
+from knockcam.seeds import HELD_OUT_FIRST, HELD_OUT_LIMIT
 from knockcam.sides import SIDES
 
-HELD_OUT_LIMIT = 100_000  # scene seeds at or above this are for training only
 MATCH_MM = 20.0  # a detection within this of a true base centre (of a fallen token's body) is that token's detection
 MISSED = "missed"
 
@@ -430,7 +430,6 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
 
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
 
-HELD_OUT_FIRST = 1000  # the first held-out scene: bench/results.md is seeds 1000-1499, results-seeds1500.md 1500-1999
 SPEED_SEED = HELD_OUT_FIRST  # the held-out scene the speed check times (the first benchmark scene) ...
 SPEED_REPEATS = 20  # ... this many times, after a warm-up
 SPEED_LINE = "Speed check"  # how the results file's line about it begins (``committed_speed`` reads it back)

@@ -7,14 +7,14 @@ import argparse
 import json
 import sys
 
-from knockcam.bench import HELD_OUT_FIRST
 from knockcam.cli import add_board_option
+from knockcam.seeds import HELD_OUT_FIRST, HELD_OUT_LIMIT
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "bench", help="benchmark token detection on held-out synthetic scenes",
-        description="Render held-out synthetic scenes (seeds below 100000; training uses the rest), run the "
+        description=f"Render held-out synthetic scenes (seeds below {HELD_OUT_LIMIT}; training uses the rest), run the "
                     "detectors with and without an empty-board reference frame, with true and automatic "
                     "calibration, and write accuracy, flags, colour confusions and speed to a markdown file.")
     parser.add_argument("--scenes", type=int, default=500, help="number of scenes (default 500)")

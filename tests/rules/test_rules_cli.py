@@ -159,6 +159,16 @@ def test_rules_engine_imports_no_vision_stack():
     assert done.returncode == 0, done.stdout + done.stderr
 
 
+def test_the_command_line_loads_no_vision_stack_before_a_verb_needs_it():
+    """Every verb's options are registered for any command: `knockcam round` paid 0.15 s for OpenCV when the
+    benchmark's default seed was read from knockcam.bench (it lives in knockcam.seeds)."""
+    code = ("import sys; from knockcam.cli import build_parser; build_parser(); "
+            "bad = [m for m in ('numpy', 'cv2', 'onnxruntime', 'torch') if m in sys.modules]; "
+            "print(bad); sys.exit(1 if bad else 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
 def test_a_mangled_round_or_game_file_is_scored_or_refused_in_one_line(tmp_path):
     """Random manglings of the shipped examples (an event kind given as a list was a TypeError)."""
     import random
