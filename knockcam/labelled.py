@@ -353,12 +353,11 @@ def report(rows: dict[str, list[PhotoCheck]], photos: list[LabelledPhoto], unlab
         what = "photos labelled by a person (label files beside them)"
     lines = ["# Labelled photos", "", f"Made by: `{command}`", "",
              f"Photos: {len(photos)} in {folder}: {what}."]
-    if unlabelled:
-        names = ", ".join(p.name for p in unlabelled[:8]) + (", ..." if len(unlabelled) > 8 else "")
-        lines.append(f"Not scored, no label file beside them: {len(unlabelled)} ({names}).")
-    if alone:
-        names = ", ".join(p.name for p in alone[:8]) + (", ..." if len(alone) > 8 else "")
-        lines.append(f"Label files with no photo beside them (nothing scored): {len(alone)} ({names}).")
+    for paths, what in ((unlabelled, "Not scored, no label file beside them"),
+                        (alone, "Label files with no photo beside them (nothing scored)")):
+        if paths:
+            names = ", ".join(p.name for p in paths[:8]) + (", ..." if len(paths) > 8 else "")
+            lines.append(f"{what}: {len(paths)} ({names}).")
     lines += ["", "Calls are matched to labels by side and resting place (knockcam/labelled.py): a call is right when "
               "its side and place are the label's; a token not found is right only if it is labelled off the board. "
               "Flagged: left to a human (a flagged call, a labelled token not found under a hidden area, or the photo "
