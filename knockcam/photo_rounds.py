@@ -36,17 +36,21 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
     order = tuple(data.get("order") or ())
     rounds, seen = [], {}
     photos = [(i, item) for i, item in enumerate(data.get("rounds") or []) if isinstance(item, dict) and "photo" in item]
+    try:  # one camera: its board, frame and calibration are read, and the frame's board found, once for all rounds
+        camera_scorer = Scorer(ScoreOptions(board=board_file, **fixed))
+    except KnockcamError as exc:  # the board file or the camera's files
+        raise KnockcamError(f"{where}: {exc}") from None
     scorers = {}
     for i, item in photos:  # every photo round is checked before the first is scored, which takes seconds
         at = f"{where}: rounds[{i}]"
         _check_photo_round(item, at, base)
         try:
-            scorers[i] = Scorer(ScoreOptions(board=board_file, calls=_calls(item.get("calls"), at),
-                                             added=_added(item.get("add"), at), **fixed))
+            scorers[i] = camera_scorer.for_round(_calls(item.get("calls"), at), _added(item.get("add"), at))
         except EntryRefused as exc:
             raise KnockcamError(f"{at}.{_entry(exc)}") from None
-        except KnockcamError as exc:  # the board file or the camera's files
-            raise KnockcamError(f"{where}: {exc}") from None
+        except KnockcamError as exc:  # a token called twice
+            raise KnockcamError(f"{at}.calls: {exc}") from None
+    _check_game(data, camera_scorer.board, where)
     for i, item in enumerate(data.get("rounds") or []):
         if i not in scorers:
             rounds.append(item)
@@ -64,6 +68,19 @@ def photo_rounds(data: dict, game_file: Path, board_file: str | None, where: str
         seen[i] = {"photo": str(item["photo"]), "calibration": scored.calibration.method, "notes": notes}
     data["rounds"] = rounds
     return data, seen
+
+
+def _check_game(data: dict, board, where: str) -> None:
+    """KnockcamError for what the game file gets wrong outside its photos (an unknown field, a bad order or
+    event), told before the first photo is scored, not after them all: its rounds as the rules engine reads
+    them, each photo round with no tokens yet."""
+    from knockcam.rules.parse import parse_game, parse_play
+
+    shaped = dict(data)
+    shaped["rounds"] = [{**{k: v for k, v in item.items() if k not in PHOTO_FIELDS}, "tokens": []}
+                        if isinstance(item, dict) and "photo" in item else item for item in data.get("rounds") or []]
+    for i, item in enumerate(parse_game(shaped, where)["rounds"]):
+        parse_play(item, board, f"{where}: rounds[{i}]")
 
 
 def _tokens_and_notes(scored, order: tuple[str, ...]) -> tuple[list[dict], list[str]]:

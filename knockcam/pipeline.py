@@ -7,6 +7,7 @@ is the ``knockcam score --json`` contract (issue 6): keep its keys stable.
 
 from __future__ import annotations
 
+import copy
 import re
 import time
 from dataclasses import dataclass, field, replace
@@ -220,6 +221,15 @@ def _cache_key(calibration: Calibration) -> bytes:
     return np.asarray(calibration.homography, np.float64).tobytes()
 
 
+@dataclass
+class _FrameMemo:
+    """What a Scorer finds once of its empty-board frame and keeps for every photo from the same camera."""
+
+    calibration: Calibration | KnockcamError | None = None  # the frame's automatic calibration, or its refusal
+    checked: set[bytes] = field(default_factory=set)  # the calibrations the frame was seen empty through
+    onto: tuple | None = None  # ((_cache_key, photo size), FrameOnto): the last calibration's
+
+
 class Scorer:
     """Scores photos with one set of options; the board, saved calibration, empty frame and model load once."""
 
@@ -235,12 +245,7 @@ class Scorer:
 
             parse_corners(options.corners)
         self._calls = self._checked_calls(options.calls)  # (number, category), before any photo is read
-        self._added: list[Token] = []
-        for side, where in options.added:
-            try:
-                self._added.append(added_token(side, where, self.board))
-            except KnockcamError as exc:
-                raise EntryRefused("add", side, where, str(exc)) from None
+        self._added = self._checked_added(options.added)
         if options.order:
             # the engine checks the turn order and pot before any photo is looked at
             round_for((), self.board, tuple(options.order), int(options.pot))
@@ -249,10 +254,18 @@ class Scorer:
             from knockcam.detect import check_photo_light
 
             check_photo_light(self.reference, "the empty-board frame")
-        self._frame_calibration: Calibration | KnockcamError | None = None  # found once: the frame's, or its refusal
-        self._frame_checked: set[bytes] = set()  # the calibrations the empty-board frame was seen empty through
-        self._frame_onto: tuple | None = None  # ((_cache_key, photo size), FrameOnto): the last calibration's
+        self._frame = _FrameMemo()
         self.detect = detector or default_detector
+
+    def for_round(self, calls: tuple[tuple[int, str], ...], added: tuple[tuple[str, str], ...]) -> "Scorer":
+        """A Scorer for another photo from the same camera with a person's other calls and added tokens (checked
+        here, before any photo is read): the board, empty-board frame and model, and what was found once of the
+        frame (its calibration, its features), are shared, as a game file's photo rounds need."""
+        other = copy.copy(self)
+        other.options = replace(self.options, calls=tuple(calls), added=tuple(added))
+        other._calls = other._checked_calls(other.options.calls)
+        other._added = other._checked_added(other.options.added)
+        return other
 
     def calibrate(self, image: np.ndarray) -> Calibration:
         """The calibration for a photo: the saved file, the given corners, else found automatically.
@@ -275,14 +288,14 @@ class Scorer:
                              max_error_mm=opts.max_error_mm)
         if self.reference is None:
             return _automatic(calibrate, image, self.board, opts.max_error_mm)
-        if self._frame_calibration is None:
+        if self._frame.calibration is None:
             try:
-                self._frame_calibration = _automatic(calibrate, self.reference, self.board, opts.max_error_mm)
+                self._frame.calibration = _automatic(calibrate, self.reference, self.board, opts.max_error_mm)
             except KnockcamError as refused:
-                self._frame_calibration = refused
-        if isinstance(self._frame_calibration, Calibration):
-            return self._frame_calibration
-        return self._calibrate_photo_for_frame(image, self._frame_calibration)
+                self._frame.calibration = refused
+        if isinstance(self._frame.calibration, Calibration):
+            return self._frame.calibration
+        return self._calibrate_photo_for_frame(image, self._frame.calibration)
 
     def _frame_in_view(self, image: np.ndarray, calibration: Calibration) -> tuple[np.ndarray, Calibration]:
         """The empty-board frame as the photo's camera saw the board, and the photo's calibration. A hand-held
@@ -293,12 +306,12 @@ class Scorer:
 
         size = (int(image.shape[1]), int(image.shape[0]))
         key = (_cache_key(calibration), size)
-        if self._frame_onto is None or self._frame_onto[0] != key:  # the frame's features: found again only
-            self._frame_onto = (key, FrameOnto(self.reference, size, calibration, self.board))  # for a new calibration
-        g, shift = self._frame_onto[1](image)
+        if self._frame.onto is None or self._frame.onto[0] != key:  # the frame's features: found again only
+            self._frame.onto = (key, FrameOnto(self.reference, size, calibration, self.board))  # for a new calibration
+        g, shift = self._frame.onto[1](image)
         if shift == 0.0:
             return self.reference, calibration
-        if calibration is self._frame_calibration:
+        if calibration is self._frame.calibration:
             note = f"carried into the photo's view: the camera moved {shift:.1f} mm at the board corners since the frame"
             calibration = calibration.moved(g, error_source=f"{calibration.error_source or calibration.method}; {note}")
         return carried(self.reference, g, size), calibration
@@ -307,7 +320,7 @@ class Scorer:
         """KnockcamError when the empty-board frame shows tokens on the board (looked at once per calibration):
         the reference-frame detector would miss every token standing where one stands in the frame."""
         key = _cache_key(calibration)
-        if key in self._frame_checked:
+        if key in self._frame.checked:
             return
         from knockcam.assign import places
         from knockcam.detect import tokens_in_empty_frame
@@ -317,7 +330,7 @@ class Scorer:
             raise KnockcamError(f"the empty-board frame {self.options.reference} is not empty: {len(seen)} token"
                                 f"{'s' if len(seen) > 1 else ''} on the board ({places(seen)}): give a frame of this "
                                 "camera with no token on the board, or score without --reference")
-        self._frame_checked.add(key)
+        self._frame.checked.add(key)
 
     def _calibrate_photo_for_frame(self, image: np.ndarray, frame_refused: KnockcamError) -> Calibration:
         """The empty-board frame's automatic calibration was refused: the photo's own, when it is accepted and
@@ -404,6 +417,16 @@ class Scorer:
             except KnockcamError as exc:
                 raise EntryRefused("call", n, category, str(exc)) from None
         return checked
+
+    def _checked_added(self, added: tuple[tuple[str, str], ...]) -> list[Token]:
+        """The tokens a person added (side, place), each a token of this board (an EntryRefused naming the bad one)."""
+        tokens = []
+        for side, where in added:
+            try:
+                tokens.append(added_token(side, where, self.board))
+            except KnockcamError as exc:
+                raise EntryRefused("add", side, where, str(exc)) from None
+        return tokens
 
     def _human_calls(self, positions: tuple[Position, ...]) -> tuple[Position, ...]:
         """The positions with a person's calls (``ScoreOptions.calls``) in place of the camera's, and the tokens

@@ -97,11 +97,32 @@ def test_every_photo_round_is_checked_before_any_photo_is_scored(night, monkeypa
                         "rounds[1].colour: unknown field of a photo round (expected one of photo, calls, add, "),
                        ({"photo": "round1.jpg", "reference": "empty.jpg"},
                         "rounds[1].reference: one camera's reference serves every photo: give it once, at the top "
-                        "of the game file, as camera: {reference: ...}")):
+                        "of the game file, as camera: {reference: ...}"),
+                       ({"tokens": [{"side": "red"}]}, "rounds[1]: tokens[0].space: missing"),
+                       ({"photo": "round1.jpg", "events": [{"side": "red"}]}, "rounds[1]: events[0]")):
         game = _game(night, [{"photo": "round1.jpg"}, bad])
         with pytest.raises(KnockcamError) as err:
             photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
         assert words in str(err.value)
+    game = _game(night, [{"photo": "round1.jpg"}], sides=ORDER)  # outside the rounds too
+    with pytest.raises(KnockcamError, match="game.yaml: sides: unknown field"):
+        photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+
+
+def test_the_empty_board_frames_board_is_found_once_for_all_photo_rounds(night, monkeypatch):
+    import knockcam.pipeline as pipeline
+
+    found = []
+    automatic = pipeline._automatic
+    monkeypatch.setattr(pipeline, "_automatic", lambda *args: found.append(args[1].shape) or automatic(*args))
+    game = night / "game.yaml"
+    game.write_text(yaml.safe_dump({"order": ORDER, "pot": 500, "camera": {"reference": "empty.jpg"},
+                                    "rounds": [{"photo": "round1.jpg"}, {"photo": "round1.jpg", "calls": {1: "none"}},
+                                               {"photo": "round1.jpg", "add": ["red=boardwalk"]}]}))
+    data, seen = photo_rounds(yaml.safe_load(game.read_text()), game, None, "game.yaml")
+    assert len(found) == 1 and [seen[i]["calibration"] for i in range(3)] == ["auto"] * 3
+    first, called, added = (data["rounds"][i]["tokens"] for i in range(3))
+    assert called == first[1:] and added == first + [{"side": "red", "space": "boardwalk"}]  # each round its own
 
 
 def test_a_camera_entry_with_anything_else_is_refused(night):
