@@ -325,7 +325,7 @@ def _local_scale(scored, to_px) -> float:
 def topdown_panel(scored, height: int) -> np.ndarray:
     """The photo rectified top-down, with the board file's layout and every base to scale."""
     board = scored.board
-    margin_mm = 25.0
+    margin_mm = _topdown_margin_mm(scored)
     view = TopDown(board, px_per_mm=height / (board.size_mm[1] + 2 * margin_mm), margin_mm=margin_mm)
     image = d.rectify(scored.image, scored.calibration, view)
     to_px = d.view_to_px(view)
@@ -333,6 +333,19 @@ def topdown_panel(scored, height: int) -> np.ndarray:
     draw_hidden(image, scored, to_px, view.px_per_mm)
     draw_calls(image, scored, to_px, view.px_per_mm, label_scale=0.45)
     return image
+
+
+def _topdown_margin_mm(scored, least: float = 25.0, most: float = 90.0) -> float:
+    """Table around the board in the top-down view: enough for the tokens off the board near it, ring and label
+    (``least`` at least), but never more than ``most``: one further out is seen in the photo panel."""
+    width, length = scored.board.size_mm
+    need = least
+    for p in scored.positions:
+        x, y = p.token.xy_mm
+        out = max(-x, x - width, -y, y - length)
+        if out <= most:
+            need = max(need, out + scored.board.token.base_diameter_mm / 2.0 + 12.0)
+    return float(min(need, most))
 
 
 def close_up(scored, index: int, size: int = TILE, half_mm: float = TILE_HALF_MM, number: int | None = None

@@ -265,3 +265,19 @@ def test_tokens_not_in_the_photo_are_said_in_the_picture_as_in_the_printout():
     assert unseen_line(alone) is None and not scored.ambiguous  # no other magenta line in the panel
     assert np.all(text_panel(scored, 900, 700) == d.CLOSE, axis=2).any()  # the line, in magenta
     assert not np.all(text_panel(alone, 900, 700) == d.CLOSE, axis=2).any()
+
+
+def test_the_top_down_view_has_room_for_tokens_off_the_board_beside_it():
+    from knockcam.report.evidence import _topdown_margin_mm, topdown_panel
+
+    width, length = BOARD.size_mm
+    beside, far = Token("red", (width + 55.0, length / 2), 0.9, 1.0), Token("blue", (width + 400.0, 100.0), 0.9, 1.0)
+    scored = _scored([beside, far])
+    margin = _topdown_margin_mm(scored)
+    assert 55.0 + BOARD.token.base_diameter_mm / 2 < margin <= 90.0  # the far one is left to the photo panel
+    assert _topdown_margin_mm(_scored([Token("red", _centre(BOARD.properties[0].id), 0.9, 1.0)])) == 25.0
+    panel = topdown_panel(scored, 600)
+    view = TopDown(BOARD, px_per_mm=600 / (length + 2 * margin), margin_mm=margin)
+    assert panel.shape[:2] == view.size[::-1]
+    ring = view.to_px(d.circle_mm(np.array(beside.xy_mm), BOARD.token.base_diameter_mm / 2))
+    assert (ring >= 0).all() and (ring[:, 0] < panel.shape[1]).all()  # the whole base ring is in the picture
