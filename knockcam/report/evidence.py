@@ -357,10 +357,34 @@ def close_up(scored, index: int, size: int = TILE, half_mm: float = TILE_HALF_MM
     image, to_px = d.rectify_window(scored.image, scored.calibration, p.token.xy_mm, half_mm, ppm)
     draw_layout(image, scored.board, to_px, thickness=1)
     draw_calls(image, scored, to_px, ppm, label_scale=0.45, only={index}, numbers=False, fills=False)
+    _name_candidates(image, scored, p, to_px, ppm)
     d.label(image, f"#{number or index + 1} {p.side}", (6, 12), 0.5, color=d.side_ink(p.side), bg=d.side_bgr(p.side),
             border=(0, 0, 0))
     cv2.rectangle(image, (0, 0), (size - 1, size - 1), d.CLOSE if p.ambiguous else (80, 80, 80), 2)
     return image
+
+
+def _name_candidates(image: np.ndarray, scored, p, to_px: d.ToPx, ppm: float) -> None:
+    """In a close-up, the name of the space given and of the runner-up, each where most of it shows, clear of the
+    base and the number: which side of the line is which space, seen without reading the caption (in place)."""
+    board = scored.board
+    size = image.shape[0]
+    clear = np.full(image.shape[:2], 255, np.uint8)
+    base = tuple(int(v) for v in d.as_int(to_px([p.token.xy_mm]))[0])
+    cv2.circle(clear, base, int(board.token.base_diameter_mm / 2 * ppm) + 6, 0, -1)
+    cv2.rectangle(clear, (0, 0), (size // 2, 26), 0, -1)  # the token's number, top left
+    for category in dict.fromkeys((p.space, p.runner_up)):
+        if not (category and board.has_space(category)):
+            continue
+        inside = np.zeros_like(clear)
+        cv2.fillPoly(inside, [d.as_int(to_px(d.densify(board.space(category).polygon)))], 255)
+        depth = cv2.distanceTransform(cv2.bitwise_and(inside, clear), cv2.DIST_L2, 3)
+        if depth.max() < 6:
+            continue  # too little of it shows
+        v, u = np.unravel_index(int(np.argmax(depth)), depth.shape)
+        name = board.space(category).name
+        d.label(image, name, (u, v), d.fitted(name, size - 16, 0.42), color=(255, 255, 255), bg=(50, 50, 50),
+                anchor="center")
 
 
 def close_up_caption(scored, index: int) -> list[str]:

@@ -117,6 +117,22 @@ def test_close_calls_are_magenta_with_both_candidates():
     assert changed.any() and ys.max() < 30 and xs.max() < 80
 
 
+def test_a_close_up_names_each_candidate_space_on_its_side_of_the_line(monkeypatch):
+    token, a, b = _boundary_token()
+    scored = _scored([token])
+    placed = {}
+    label = d.label
+    monkeypatch.setattr(d, "label", lambda image, text, org, *args, **kw: placed.setdefault(text, org) and
+                        label(image, text, org, *args, **kw))
+    size, half = 250, 32.0
+    close_up(scored, 0, size=size, half_mm=half)
+    assert {a.name, b.name} <= set(placed)
+    for space in (a, b):  # each name sits inside its own space, as the close-up shows it
+        u, v = placed[space.name]
+        mm = (token.xy_mm[0] - half + u * 2 * half / size, token.xy_mm[1] + half - v * 2 * half / size)
+        assert cv2.pointPolygonTest(np.asarray(space.polygon, np.float32), mm, False) >= 0
+
+
 def test_text_lines_match_the_positions_and_the_round():
     token, a, b = _boundary_token("red")
     tokens = [token, Token("blue", _centre(BOARD.of_kind("free_parking")[0].id), 0.9, 1.0)]
