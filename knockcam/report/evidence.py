@@ -409,6 +409,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
         ("close", "a human decides: candidate spaces dashed"),
         ("margin", "dashed ring: how far the base can move"),
         ("label", "#n  number, % of the base on the space"),
+        ("look", "a token itself in doubt: its note says why"),
         ("off", "x: off the board (S2), scores nothing"),
         ("hidden", "shaded: something covers the board, look"),
         ("layout", "board file's spaces (top-down view)"),
@@ -416,7 +417,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
     ]
     step = max(20, min(30, (height - y - 8) // len(rows)))  # every row fits a short panel too
     sx = 16
-    room = min(width - sx - (80 if kind == "label" else 52) - 8 for kind, _ in rows)
+    room = min(width - sx - (80 if kind in ("label", "look") else 52) - 8 for kind, _ in rows)
     scale = min(d.fitted(text, room, 0.45) for _, text in rows)  # every line ends inside a narrow panel too
     for kind, text in rows:
         y += step
@@ -435,6 +436,8 @@ def legend_panel(width: int, height: int) -> np.ndarray:
             d.dashed(img, d.circle_mm((sx + 14, sy), 10, 40), d.CLOSE, 1, dash=4, gap=3)
         elif kind == "label":
             d.label(img, "#3 87%", (sx - 2, sy), 0.4, color=(255, 255, 255), bg=d.side_bgr("green"), pad=2)
+        elif kind == "look":
+            d.label(img, "#5 look", (sx - 2, sy), 0.4, color=(255, 255, 255), bg=d.CLOSE, pad=2)
         elif kind == "hidden":
             blob = np.array([[sx, sy - 6], [sx + 12, sy - 10], [sx + 28, sy - 4], [sx + 24, sy + 9], [sx + 4, sy + 8]])
             d.fill_alpha(img, [blob], d.CLOSE, 0.2)
@@ -447,7 +450,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
             cv2.rectangle(img, (sx + 3, sy - 6), (sx + 25, sy + 6), (255, 255, 0), 1)
         elif kind == "go":
             cv2.line(img, (sx, sy), (sx + 28, sy), (0, 0, 255), 2)
-        offset = 80 if kind == "label" else 52
+        offset = 80 if kind in ("label", "look") else 52
         d.put(img, text, (sx + offset, y), scale, d.INK)
     return img
 
