@@ -195,8 +195,9 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
         for category in (p.space, p.runner_up):
             if category and board.has_space(category):
                 d.dashed(image, to_px(d.densify(board.space(category).polygon)), d.CLOSE, line + 1, halo=1)
-    # bases: the ring of the base disc (its side's colour; magenta for a close call) and its centre
-    boxes: list[tuple[int, int, int, int]] = []
+    # bases: the ring of the base disc (its side's colour; magenta for a close call) and its centre; the
+    # labels after every ring, beside their own and clear of the others' (a ring drawn later never covers one)
+    rings: list[tuple[str, np.ndarray, float, object]] = []
     for i in chosen:
         p = scored.positions[i]
         xy = np.asarray(p.token.xy_mm, dtype=np.float64)
@@ -216,8 +217,10 @@ def draw_calls(image: np.ndarray, scored, to_px: d.ToPx, px_per_mm: float, *, la
             cv2.line(image, (c[0] - r, c[1] - r), (c[0] + r, c[1] + r), (0, 0, 0), 2, cv2.LINE_AA)
             cv2.line(image, (c[0] - r, c[1] + r), (c[0] + r, c[1] - r), (0, 0, 0), 2, cv2.LINE_AA)
         if numbers:
-            extent = float(np.max(np.linalg.norm(ring - centre, axis=1)))
-            _place_label(image, _label_text(p, i), centre, extent, boxes, p, label_scale)
+            rings.append((_label_text(p, i), centre, float(np.max(np.linalg.norm(ring - centre, axis=1))), p))
+    boxes = [(c[0] - r, c[1] - r, c[0] + r, c[1] + r) for _, c, r, _ in rings]
+    for text, centre, extent, p in rings:
+        _place_label(image, text, centre, extent, boxes, p, label_scale)
 
 
 def _label_text(p, i: int) -> str:

@@ -133,6 +133,24 @@ def test_a_close_up_names_each_candidate_space_on_its_side_of_the_line(monkeypat
         assert cv2.pointPolygonTest(np.asarray(space.polygon, np.float32), mm, False) >= 0
 
 
+def test_a_label_keeps_clear_of_the_other_tokens_rings(monkeypatch):
+    x, y = _centre(BOARD.properties[4].id)
+    r = BOARD.token.base_diameter_mm / 2
+    tokens = [Token("red", (x, y), 0.9, 1.0), Token("blue", (x + 2.6 * r, y), 0.9, 1.0)]  # a label's width apart
+    scored = _scored(tokens)
+    view = TopDown(BOARD, px_per_mm=2.0, margin_mm=10.0)
+    w, h = view.size
+    placed = []
+    label = d.label
+    monkeypatch.setattr(d, "label", lambda *args, **kw: placed.append(label(*args, **kw)) or placed[-1])
+    draw_calls(np.full((h, w, 3), 255, np.uint8), scored, d.view_to_px(view), view.px_per_mm)
+    rings = [(u - r * 2.0, v - r * 2.0, u + r * 2.0, v + r * 2.0) for u, v in view.to_px([t.xy_mm for t in tokens])]
+    assert len(placed) == 2
+    for a in placed:
+        for b in rings:
+            assert a[2] < b[0] or a[0] > b[2] or a[3] < b[1] or a[1] > b[3], (a, b)
+
+
 def test_text_lines_match_the_positions_and_the_round():
     token, a, b = _boundary_token("red")
     tokens = [token, Token("blue", _centre(BOARD.of_kind("free_parking")[0].id), 0.9, 1.0)]
