@@ -7,6 +7,8 @@ wrong with it. Scripted answers can be given by key (a mapping) or in order (a l
 
 from __future__ import annotations
 
+import difflib
+import re
 import sys
 import time
 from collections import deque
@@ -18,6 +20,7 @@ from typing import Callable, Iterable, Protocol
 from knockcam.errors import KnockcamError
 from knockcam.files import parse_json_or_yaml, read_text
 from knockcam.live.log import RESUME_LATER
+from knockcam.sides import SIDES
 
 YES = ("y", "yes", "o", "oui", "1", "true")
 NO = ("n", "no", "non", "0", "false")
@@ -192,14 +195,42 @@ class ScriptedPrompter:
         return answer
 
 
+QUESTION_KINDS = ("cleared", "off", "reslide", "jail", "railroad", "review")  # what the live loop asks
+_KEY = re.compile(r"r(\d+):([a-z_]+):([a-z]+|-):(\d+)")
+
+
 def load_answers(path: str | Path) -> dict | list:
-    """An answers file (JSON or YAML): a mapping question key -> answer, or a list of answers in order."""
+    """An answers file (JSON or YAML): a mapping question key -> answer, or a list of answers in order. A key
+    that no question can have (a misspelt kind or side) is refused: its answer would be lost without a word,
+    and the question given its default. YAML's yes/no read as true/false are taken as yes/no."""
     data = parse_json_or_yaml(read_text(path, "answers file"), path)
     if data is None:
         return []
     if not isinstance(data, (dict, list)):
         raise KnockcamError(f"{path}: answers must be a mapping (question key -> answer) or a list in order")
-    return data
+    if isinstance(data, list):
+        return [_answer(v) for v in data]
+    for key in data:
+        _check_key(str(key), path)
+    return {str(k): [_answer(v) for v in v] if isinstance(v, list) else _answer(v) for k, v in data.items()}
+
+
+def _answer(value):
+    """An answer as typed: YAML reads an unquoted yes or no as a boolean."""
+    return ("yes" if value else "no") if isinstance(value, bool) else value
+
+
+def _check_key(key: str, path) -> None:
+    shape = (f"keys are rROUND:KIND:SIDE:N, e.g. r2:jail:blue:1 (KIND one of {', '.join(QUESTION_KINDS)}; SIDE "
+             "one of the sides, or - for a question to nobody)")
+    match = _KEY.fullmatch(key)
+    if not match:
+        raise KnockcamError(f"{path}: answer key {key!r} is no question's: {shape}")
+    for word, known, what in ((match[2], QUESTION_KINDS, "kind"), (match[3], SIDES + ("-",), "side")):
+        if word not in known:
+            near = difflib.get_close_matches(word, known, n=1)
+            hint = f" (did you mean {near[0]}?)" if near else ""
+            raise KnockcamError(f"{path}: answer key {key!r}: no question has the {what} {word!r}{hint}: {shape}")
 
 
 class ReplayPrompter:

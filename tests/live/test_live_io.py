@@ -75,6 +75,14 @@ def test_answers_file_errors(tmp_path):
     good = tmp_path / "a.json"
     good.write_text(json.dumps({"r1:jail:red:1": "yes"}))
     assert load_answers(good) == {"r1:jail:red:1": "yes"}
+    for key, words in (("r2:jial:blue:1", "no question has the kind 'jial' (did you mean jail?)"),
+                       ("r2:jail:bleu:1", "no question has the side 'bleu' (did you mean blue?)"),
+                       ("foo", "answer key 'foo' is no question's: keys are rROUND:KIND:SIDE:N")):
+        bad.write_text(json.dumps({"r1:jail:red:1": "yes", key: "yes"}))
+        with pytest.raises(KnockcamError, match=re.escape(words)):
+            load_answers(bad)
+    bad.write_text("r1:railroad:blue:1: yes\nr2:jail:red:1: [no, yes]\n")  # unquoted: YAML booleans
+    assert load_answers(bad) == {"r1:railroad:blue:1": "yes", "r2:jail:red:1": ["no", "yes"]}
 
 
 def test_log_is_appended_and_a_torn_last_line_is_dropped(tmp_path):
