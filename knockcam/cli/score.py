@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -250,6 +251,22 @@ def photos_in(folder: Path) -> list[Path]:
                   and not p.name.startswith("."))
 
 
+def _evidence_names(photos: list[Path]) -> dict[Path, str]:
+    """Each photo's evidence file name: its stem, or for photos sharing one (round1.jpg and round1.png) the
+    stem with the extension, numbered if still taken; never two the same, even on a case-blind disk."""
+    stems = Counter(p.stem.lower() for p in photos)
+    names, taken = {}, set()
+    for p in photos:
+        name = p.stem if stems[p.stem.lower()] == 1 else f"{p.stem}-{p.suffix.lstrip('.')}"
+        unique, n = name, 1
+        while unique.lower() in taken:
+            n += 1
+            unique = f"{name}-{n}"
+        taken.add(unique.lower())
+        names[p] = f"{unique}.png"
+    return names
+
+
 def run_folder(folder: Path, args) -> int:
     """Score every photo in ``folder``; write summary.csv, tokens.csv, summary.json and evidence/ in --out."""
     from rich.console import Console
@@ -270,6 +287,7 @@ def run_folder(folder: Path, args) -> int:
     for name in ("summary.csv", "tokens.csv", "summary.json"):  # before the night's photos are scored, not after
         check_writable(out / name)
     scorer = Scorer(options_from(args))
+    pictures = _evidence_names(photos)
     records, token_rows = [], []
     err_console = Console(stderr=True)
     with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[name]}"),
@@ -287,7 +305,7 @@ def run_folder(folder: Path, args) -> int:
                                        "x_mm": t["xy_mm"][0], "y_mm": t["xy_mm"][1], "ambiguous": t["ambiguous"],
                                        "confidence": t["confidence"]})
                 try:  # a picture that cannot be written (a full disk) does not cost the photo its score
-                    record["evidence"] = str(write_evidence(scored, out / "evidence" / f"{photo.stem}.png"))
+                    record["evidence"] = str(write_evidence(scored, out / "evidence" / pictures[photo]))
                 except KnockcamError as exc:
                     record["error"] = f"scored, but no evidence picture: {exc}"
             except KnockcamError as exc:

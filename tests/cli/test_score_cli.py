@@ -66,6 +66,15 @@ def test_folder_scores_every_photo_and_summarises(tmp_path, scene):
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
+def test_photos_sharing_a_name_get_evidence_pictures_of_their_own():
+    from knockcam.cli.score import _evidence_names
+
+    photos = [Path(n) for n in ("a.jpg", "round1.jpg", "round1.png", "round2.JPG", "round2.jpg", "round2-jpg.jpg")]
+    names = _evidence_names(photos)
+    assert names[Path("a.jpg")] == "a.png" and names[Path("round1.png")] == "round1-png.png"
+    assert len({n.lower() for n in names.values()}) == len(photos)  # none overwrites another, on any disk
+
+
 def test_folder_of_no_photos(tmp_path):
     (tmp_path / "readme.txt").write_text("empty\n")
     result = knockcam("score", tmp_path)
