@@ -212,7 +212,8 @@ def load_answers(path: str | Path) -> dict | list:
         return [_answer(v) for v in data]
     for key in data:
         _check_key(str(key), path)
-    return {str(k): [_answer(v) for v in v] if isinstance(v, list) else _answer(v) for k, v in data.items()}
+    return {str(key): [_answer(a) for a in value] if isinstance(value, list) else _answer(value)
+            for key, value in data.items()}
 
 
 def _answer(value):
