@@ -420,7 +420,10 @@ def legend_panel(width: int, height: int) -> np.ndarray:
     ]
     step = max(20, min(30, (height - y - 8) // len(rows)))  # every row fits a short panel too
     sx = 16
-    room = min(width - sx - (80 if kind in ("label", "look") else 52) - 8 for kind, _ in rows)
+    def text_x(kind: str) -> int:  # a row's text starts after its mark; a label's mark is wider
+        return 80 if kind in ("label", "look") else 52
+
+    room = min(width - sx - text_x(kind) - 8 for kind, _ in rows)
     scale = min(d.fitted(text, room, 0.45) for _, text in rows)  # every line ends inside a narrow panel too
     for kind, text in rows:
         y += step
@@ -453,8 +456,7 @@ def legend_panel(width: int, height: int) -> np.ndarray:
             cv2.rectangle(img, (sx + 3, sy - 6), (sx + 25, sy + 6), (255, 255, 0), 1)
         elif kind == "go":
             cv2.line(img, (sx, sy), (sx + 28, sy), (0, 0, 255), 2)
-        offset = 80 if kind in ("label", "look") else 52
-        d.put(img, text, (sx + offset, y), scale, d.INK)
+        d.put(img, text, (sx + text_x(kind), y), scale, d.INK)
     return img
 
 
