@@ -85,6 +85,15 @@ def test_answers_file_errors(tmp_path):
     assert load_answers(bad) == {"r1:railroad:blue:1": "yes", "r2:jail:red:1": ["no", "yes"]}
 
 
+def test_the_answer_keys_kinds_are_the_ones_the_live_loop_asks():
+    import knockcam.live.tracker as tracker
+    from knockcam.live.prompts import QUESTION_KINDS
+
+    with open(tracker.__file__, encoding="utf-8") as source:
+        asked = set(re.findall(r'self\.ask\(\s*"(\w+)"', source.read()))
+    assert asked == set(QUESTION_KINDS)
+
+
 def test_log_is_appended_and_a_torn_last_line_is_dropped(tmp_path):
     path = tmp_path / "g.jsonl"
     log = GameLog(path)
