@@ -251,12 +251,50 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
 
 
 def _truncated(data: bytes, kind: str) -> bool:
-    """True when a JPEG lacks its end marker or a PNG its IEND chunk (a copy cut short)."""
+    """True when a JPEG's picture stops before its end marker or a PNG lacks its IEND chunk (a copy cut short)."""
     if kind == "JPEG":
-        return b"\xff\xd9" not in data[-4096:]
+        return _jpeg_cut_short(data)
     if kind == "PNG":
         return b"IEND" not in data[-64:]
     return False
+
+
+def _jpeg_cut_short(data: bytes) -> bool:
+    """Whether the file ends before the JPEG's own end marker, found by walking its segments.
+
+    The walk steps over each marker segment whole (so the end marker of an EXIF thumbnail does not count) and
+    through the compressed scans. Bytes after the end marker are allowed: a phone's "motion photo" appends its
+    video there. A structure the walk does not follow is left to the decoder's own complaints.
+    """
+    at = 2  # after the start-of-image marker
+    while at + 1 < len(data):
+        if data[at] != 0xFF:
+            return False  # not a marker where one belongs: the decoder decides
+        marker = data[at + 1]
+        if marker == 0xFF:  # fill byte before a marker
+            at += 1
+            continue
+        if marker == 0xD9:
+            return False
+        if marker == 0x01 or 0xD0 <= marker <= 0xD7:  # markers without a length
+            at += 2
+            continue
+        if at + 4 > len(data):
+            return True
+        at += 2 + int.from_bytes(data[at + 2: at + 4], "big")
+        if marker == 0xDA:  # a scan: compressed data runs to the next marker that is not a stuffed 0xFF00 or RSTn
+            at = _after_scan(data, at)
+    return True
+
+
+def _after_scan(data: bytes, at: int) -> int:
+    """Where the marker ending a compressed scan that starts at ``at`` begins (len(data) when none does)."""
+    while (at := data.find(b"\xff", at)) != -1 and at + 1 < len(data):
+        follower = data[at + 1]
+        if follower != 0x00 and not 0xD0 <= follower <= 0xD7 and follower != 0xFF:
+            return at
+        at += 1 if follower == 0xFF else 2
+    return len(data)
 
 
 @contextmanager

@@ -103,6 +103,32 @@ def test_a_phone_photo_taken_upright_is_read_upright(tmp_path):
     assert np.abs(upright.astype(int) - turned).max() <= 2
 
 
+def test_a_motion_photo_reads_as_its_photo_and_the_video_after_it_is_left_alone(tmp_path):
+    from phone_photo import motion_photo
+
+    jpeg = scene().photo.read_bytes()
+    photo = tmp_path / "PXL_20261204_motion.jpg"
+    photo.write_bytes(motion_photo(jpeg))
+    assert np.array_equal(load_photo(photo), cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR))
+
+
+@pytest.mark.parametrize("cut", ["after_thumbnail", "mid_photo", "before_end_marker"])
+def test_a_photo_cut_short_is_damaged_even_when_its_exif_preview_is_whole(tmp_path, cut):
+    from phone_photo import with_thumbnail
+
+    jpeg = scene().photo.read_bytes()
+    preview = cv2.imencode(".jpg", cv2.resize(load_photo(scene().photo), (160, 90)))[1].tobytes()
+    whole = with_thumbnail(jpeg, preview)
+    photo = tmp_path / "photo.jpg"
+    photo.write_bytes(whole)
+    assert load_photo(photo).shape == (720, 1280, 3)
+    end = {"after_thumbnail": whole.index(preview) + len(preview) + 600, "mid_photo": len(whole) // 2,
+           "before_end_marker": len(whole) - 2}[cut]
+    photo.write_bytes(whole[:end])
+    with pytest.raises(KnockcamError, match="is a damaged JPEG file"):
+        load_photo(photo)
+
+
 @pytest.mark.parametrize("case, words", [
     ("missing", "not found"), ("folder", "folder"), ("text", "not an image"), ("truncated_jpeg", "damaged"),
     ("truncated_png", "damaged"), ("zeroed_jpeg", "damaged"), ("tiny", "too small"), ("heic", "export it as JPEG"),
