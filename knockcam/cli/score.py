@@ -244,11 +244,19 @@ TOKEN_FIELDS = ("image", "n", "side", "space", "state", "coverage", "margin_mm",
                 "confidence")
 
 
-def photos_in(folder: Path) -> list[Path]:
+# Files in a night's folder that are not scored but not passed over in silence: a phone's HEIC photos get a row
+# of their own (with load_photo's "export it as JPEG"), its videos a line naming the command that reads them.
+HEIC_SUFFIXES = (".heic", ".heif")
+VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".3gp", ".avi", ".mkv", ".webm")
+
+
+def photos_in(folder: Path) -> tuple[list[Path], list[Path]]:
+    """The photos in ``folder`` (HEIC ones included, to be refused each in its row) and the videos beside them."""
     from knockcam.pipeline import PHOTO_SUFFIXES
 
-    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() in PHOTO_SUFFIXES
-                  and not p.name.startswith("."))
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    return ([p for p in files if p.suffix.lower() in PHOTO_SUFFIXES + HEIC_SUFFIXES],
+            [p for p in files if p.suffix.lower() in VIDEO_SUFFIXES])
 
 
 def _evidence_names(photos: list[Path]) -> dict[Path, str]:
@@ -276,11 +284,17 @@ def run_folder(folder: Path, args) -> int:
     from knockcam.pipeline import Scorer
     from knockcam.report.evidence import write_evidence
 
-    photos = photos_in(folder)
+    photos, videos = photos_in(folder)
     if args.reference:  # the empty-board frame kept among the night's photos is not one of them
         photos = [p for p in photos if p.resolve() != Path(args.reference).resolve()]
+    video_note = ""
+    if videos:
+        names = ", ".join(p.name for p in videos[:3]) + (", ..." if len(videos) > 3 else "")
+        video_note = (f"{len(videos)} video{'s' if len(videos) > 1 else ''} ({names}) not scored here: "
+                      "'knockcam live --video FILE' follows a game in one")
     if not photos:
-        raise KnockcamError(f"no photos in {folder} (looked for .jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp)")
+        raise KnockcamError(f"no photos in {folder} (looked for .jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp)"
+                            + (f"; {video_note}" if video_note else ""))
     out = Path(args.out) if args.out else folder / "knockcam-scores"
     if out.exists() and not out.is_dir():
         raise KnockcamError(f"--out {out} is a file, not a folder")
@@ -290,6 +304,8 @@ def run_folder(folder: Path, args) -> int:
     pictures = _evidence_names(photos)
     records, token_rows = [], []
     err_console = Console(stderr=True)
+    if video_note:
+        err_console.print(video_note, style="yellow", markup=False, highlight=False, soft_wrap=True)
     with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[name]}"),
                   TimeRemainingColumn(), console=err_console, transient=False) as progress:
         task = progress.add_task("score", total=len(photos), name="")
@@ -314,7 +330,8 @@ def run_folder(folder: Path, args) -> int:
                 record["error"] = f"internal error ({type(exc).__name__}: {exc}); please report it"
             if record["error"]:
                 where = "" if str(photo) in record["error"] else f"{photo.name}: "
-                progress.console.print(f"{where}{record['error']}", style="yellow", markup=False, highlight=False)
+                progress.console.print(f"{where}{record['error']}", style="yellow", markup=False, highlight=False,
+                                       soft_wrap=True)
             records.append(record)
             progress.advance(task)
     summary = {"folder": str(folder), "photos": len(photos), "scored": sum(r["status"] == "ok" for r in records),

@@ -48,19 +48,23 @@ def test_folder_scores_every_photo_and_summarises(tmp_path, scene):
     shutil.copy(scene.photo, photos / "b.jpg")
     (photos / "c.jpg").write_bytes(scene.photo.read_bytes()[:5000])
     (photos / "notes.txt").write_text("not a photo, not looked at\n")
+    (photos / "d.HEIC").write_bytes(b"\x00\x00\x00\x18ftypheic" + bytes(64))  # an iPhone's photo: a row, refused
+    (photos / "round3.MOV").write_bytes(b"\x00\x00\x00\x14ftypqt  " + bytes(64))  # a video: named, not scored
     out = tmp_path / "scores"
     result = knockcam("score", photos, "--calibration", scene.calibration, "--reference", scene.empty,
                       "--order", "red,yellow,green,blue", "--out", out)
-    assert result.returncode == 1, result.stderr  # one photo could not be scored
+    assert result.returncode == 1, result.stderr  # two photos could not be scored
     assert "Traceback" not in result.stderr and "c.jpg" in result.stderr
+    assert "1 video (round3.MOV) not scored here: 'knockcam live --video FILE'" in result.stderr
     rows = list(csv.DictReader((out / "summary.csv").open()))
-    assert [(r["image"], r["status"]) for r in rows] == [("a.jpg", "ok"), ("b.jpg", "ok"), ("c.jpg", "error")]
-    assert "damaged" in rows[2]["error"] and rows[0]["red"] != ""
+    assert [(r["image"], r["status"]) for r in rows] == [("a.jpg", "ok"), ("b.jpg", "ok"), ("c.jpg", "error"),
+                                                         ("d.HEIC", "error")]
+    assert "damaged" in rows[2]["error"] and "export it as JPEG" in rows[3]["error"] and rows[0]["red"] != ""
     assert rows[0]["tokens"] == rows[1]["tokens"] and int(rows[0]["tokens"]) > 0
     tokens = list(csv.DictReader((out / "tokens.csv").open()))
     assert len(tokens) == 2 * int(rows[0]["tokens"])
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["photos"] == 3 and summary["scored"] == 2
+    assert summary["photos"] == 4 and summary["scored"] == 2
     assert summary["results"][0]["result"]["tokens"] == summary["results"][1]["result"]["tokens"]
     assert sorted(p.name for p in (out / "evidence").iterdir()) == ["a.png", "b.png"]
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
@@ -79,6 +83,9 @@ def test_folder_of_no_photos(tmp_path):
     (tmp_path / "readme.txt").write_text("empty\n")
     result = knockcam("score", tmp_path)
     assert result.returncode == 2 and "no photos" in result.stderr and "Traceback" not in result.stderr
+    (tmp_path / "game.mp4").write_bytes(b"\x00\x00\x00\x20ftypisom" + bytes(64))
+    result = knockcam("score", tmp_path)
+    assert result.returncode == 2 and "no photos" in result.stderr and "1 video (game.mp4)" in result.stderr
 
 
 def test_explain_prints_every_share(tmp_path, scene):
