@@ -4,7 +4,8 @@ Each card is a square of ``card_mm`` with a marker in its middle. Lay it on the 
 board, one corner of the card touching the board's corner and its sides along the board's edges,
 the printed arrow pointing to the far end. The marker's centre is then at ``offsets_mm`` from that
 board corner (calibration/README.md). Sixteen marker corners give a least-squares homography and a
-residual; the cards' placement by hand (about 1 mm) is not in that residual.
+residual; the cards' placement by hand (about 1 mm) is not in that residual. Three cards only start
+the printed grid's fit, which measures the corner they leave out.
 """
 
 from __future__ import annotations
@@ -62,7 +63,8 @@ def detect_markers(image: np.ndarray) -> dict[int, np.ndarray]:
 
 
 def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None) -> Calibration:
-    """The homography through the marker corners seen; error = RMS residual of those corners in board mm."""
+    """The homography through the four cards' marker corners; error = RMS residual of those corners in board mm.
+    With three cards seen, the board's printed grid must confirm the corner they leave unmeasured."""
     cfg = _cfg()
     found = detect_markers(image)
     expected = marker_corners_mm(board)
@@ -81,10 +83,32 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     if why:
         raise KnockcamError(f"markers: the cards do not sit at the board's corners ({why}); check calibration/README.md")
     rms, _ = residual_mm(hom, mm, px)
-    return Calibration(method="markers", image_size=size, homography=hom, camera_matrix=camera_matrix,
-                       dist_coeffs=dist_coeffs, error_mm=rms,
-                       error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
-                                    f"board mm; card placement by hand not included")
+    cal = Calibration(method="markers", image_size=size, homography=hom, camera_matrix=camera_matrix,
+                      dist_coeffs=dist_coeffs, error_mm=rms,
+                      error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
+                                   f"board mm; card placement by hand not included")
+    missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
+    return _confirmed_by_grid(image, board, cal, missing[0]) if missing else cal
+
+
+def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missing: str) -> Calibration:
+    """Three cards' calibration placed by the board's printed grid, with the grid's error estimate.
+
+    Three cards leave the fourth corner extrapolated: their residual says nothing of it (a scene with
+    0.7 mm of residual had that corner 6 mm off). The printed grid measures the whole board, so the
+    cards only start it; where the grid does not confirm them, the calibration is refused.
+    """
+    from dataclasses import replace
+
+    from knockcam.calibrate.auto import snap_to_grid
+
+    placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
+    if placed is None:
+        raise KnockcamError(f"markers: found 3 of 4 marker cards (the {missing} card is covered or out of the photo), "
+                            "and the board's printed lines do not confirm where that corner lies: uncover the card "
+                            "and retake the photo, or give --corners")
+    return replace(placed, method="markers",
+                   error_source=f"3 of 4 cards ({missing} unseen), placed by the printed grid: {placed.error_source}")
 
 
 def card_image(marker_id: int, px_per_mm: float, name: str = "") -> np.ndarray:
