@@ -34,9 +34,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     d = None if camera is None else camera.dist_coeffs
     if calibration_file is not None:
         cal = Calibration.load(calibration_file)
-        if tuple(cal.image_size) != size:
-            raise KnockcamError(f"{calibration_file} is for {cal.image_size[0]}x{cal.image_size[1]} images, this one is "
-                                f"{size[0]}x{size[1]}: run 'knockcam calibrate' on this camera's image")
+        _check_size(cal, image, str(calibration_file), "this one", "run 'knockcam calibrate' on this camera's image")
         return check_file_fits(image, cal, board, str(calibration_file), max_error_mm)
     if corners is not None:
         from knockcam.calibrate.corners import parse_corners
@@ -48,9 +46,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
 
         if not isinstance(reference, Reference):
             ref_image, ref_cal = reference
-            if not isinstance(ref_cal, Calibration):
-                ref_cal = Calibration.load(ref_cal)
-            reference = make_reference(ref_image, ref_cal, board)
+            reference = make_reference(ref_image, _reference_calibration(ref_image, ref_cal, board), board)
         return check(register(image, reference, board), max_error_mm,
                      "retake the photo with the board better in view, or calibrate the reference again")
     from knockcam.calibrate.markers import detect_markers
@@ -60,20 +56,41 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     return calibrate_automatically(image, board, k, d, max_error_mm)
 
 
-def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str,
-                    max_error_mm: float | None = None) -> Calibration:
+def _check_size(cal: Calibration, image: np.ndarray, name: str, photo: str, fix: str) -> None:
+    """KnockcamError unless the calibration ``name`` is for images of this one's size."""
+    w, h = int(image.shape[1]), int(image.shape[0])
+    if tuple(cal.image_size) != (w, h):
+        raise KnockcamError(f"{name} is for {cal.image_size[0]}x{cal.image_size[1]} images, {photo} is {w}x{h}: {fix}")
+
+
+def _reference_calibration(ref_image: np.ndarray, ref_cal, board: Board) -> Calibration:
+    """The reference photo's calibration, checked against that photo: a file made from another photo would
+    register every later photo onto the wrong board while its residual stays small."""
+    name = "the reference's calibration"
+    if not isinstance(ref_cal, Calibration):
+        name, ref_cal = str(ref_cal), Calibration.load(ref_cal)
+    fix = "give the calibration file that 'knockcam calibrate' wrote for the reference photo itself"
+    _check_size(ref_cal, ref_image, name, "the reference photo", fix)
+    return check_file_fits(ref_image, ref_cal, board, name, cause="it is not the reference photo's calibration",
+                           fix=fix, photo="the reference photo")
+
+
+def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str, max_error_mm: float | None = None,
+                    cause: str = "the camera moved since it was made", fix: str | None = None,
+                    photo: str = "this photo") -> Calibration:
     """A saved calibration, unchanged, or KnockcamError when this photo's printed lines put the board further
     from where it says than the error limit, even allowing for their own estimated error: the camera moved
-    since the file was made, and every token would be read elsewhere without a flag. The lines are
-    registered from the file's corners (quick), else the board is found automatically; where neither
-    places it (a blurred photo, a covered board), nothing says the file is wrong and it is used."""
+    since the file was made (or, as ``cause`` says, the file is another photo's), and every token would be
+    read elsewhere without a flag. The lines are registered from the file's corners (quick), else the board
+    is found automatically; where neither places it (a blurred photo, a covered board), nothing says the
+    file is wrong and it is used."""
     from knockcam.calibrate.auto import snap_to_grid
     from knockcam.calibrate.quality import corner_errors_mm, error_limit, plausible
 
     why = plausible(cal.homography, board, (image.shape[1], image.shape[0]))
     if why is not None:  # an edited or damaged file: no board a camera could see
-        raise KnockcamError(f"{name} does not place the board in this photo ({why})",
-                            "run 'knockcam calibrate' again, or score without --calibration")
+        raise KnockcamError(f"{name} does not place the board in {photo} ({why})",
+                            fix or "run 'knockcam calibrate' again, or score without --calibration")
     limit = error_limit(max_error_mm)
     placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
     allowance = 1.0
@@ -85,10 +102,9 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
         allowance = float(settings.load("calibrate")["file_check"]["auto_error_factor"])
     apart = float(corner_errors_mm(placed, cal, board).max())
     if apart - allowance * float(placed.error_mm or 0.0) > limit:
-        raise KnockcamError(f"{name} does not fit this photo: its printed lines put the board {apart:.0f} mm from where "
-                            "the file does (the camera moved since it was made)",
-                            "run 'knockcam calibrate' on a photo from where the camera is now, or score without "
-                            "--calibration")
+        raise KnockcamError(f"{name} does not fit {photo}: its printed lines put the board {apart:.0f} mm from where "
+                            f"the file does ({cause})", fix or "run 'knockcam calibrate' on a photo from where the "
+                                                               "camera is now, or score without --calibration")
     return cal
 
 

@@ -120,6 +120,23 @@ def test_reference_pair_accepts_a_calibration_file(tmp_path, scene, board):
     assert isinstance(cal, Calibration)
 
 
+def test_a_reference_given_another_photos_calibration_file_is_refused(tmp_path, scene, board):
+    """The file of the photo (not of the reference) taken for the reference's: every photo registered through
+    it would land on the wrong board while the registration's residual stays small. (Seed 82: a reference
+    photo in which the board is found automatically; where it is not, nothing can check the file.)"""
+    from knockcam.calibrate.scene import make_scene
+
+    ref = make_scene(board, 82, art_seed=scene.art_seed, tokens=0)
+    path = tmp_path / "photo.yaml"
+    scene.truth.save(path)
+    with pytest.raises(KnockcamError, match=r"photo.yaml does not fit the reference photo: its printed lines put the "
+                                            r"board \d+ mm from where the file does \(it is not the reference photo's"):
+        calibrate(scene.image, board, reference=(ref.image, path))
+    with pytest.raises(KnockcamError, match=r"is for 1280x720 images, the reference photo is 640x360: give the "
+                                            r"calibration file that 'knockcam calibrate' wrote for the reference"):
+        calibrate(scene.image, board, reference=(ref.image[::2, ::2], path))
+
+
 def test_a_blurred_photo_refused_for_its_error_is_told_to_be_retaken(board):
     """Render 3005/225 (a tuning scene, a 12 px motion blur): the board is placed 16-19 mm off, in the
     photo as it is and sharpened, and refused; its printed lines are 10 px wide, so the message says
