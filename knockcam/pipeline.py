@@ -332,6 +332,20 @@ class Scorer:
                                 "camera with no token on the board, or score without --reference")
         self._frame.checked.add(key)
 
+    def _check_frame_matches(self, found, name: str) -> None:
+        """KnockcamError when the photo differs from the empty-board frame over most of the board
+        (``frame_check.max_board_share``, data/reference.yaml): a frame of another board print or from another
+        camera place, where every difference would be read as a hand over the board."""
+        from knockcam import settings
+
+        difference = found.difference if isinstance(found, Detection) else None
+        limit = float(settings.load("reference")["frame_check"]["max_board_share"])
+        if difference is not None and difference.board_share > limit:
+            raise KnockcamError(f"{name} differs from the empty-board frame {self.options.reference} over "
+                                f"{difference.board_share:.0%} of the board: the frame is not of this board seen from "
+                                "this camera; take one with no token on the board from where the camera stands, or "
+                                "score without --reference")
+
     def _calibrate_photo_for_frame(self, image: np.ndarray, frame_refused: KnockcamError) -> Calibration:
         """The empty-board frame's automatic calibration was refused: the photo's own, when it is accepted and
         agrees with where the frame's refused one put the board (``agrees``). Both come from the same camera in
@@ -380,6 +394,7 @@ class Scorer:
             self._check_frame_is_empty(reference, calibration)
         t2 = time.perf_counter()
         found = self.detect(image, calibration, self.board, reference)
+        self._check_frame_matches(found, name)
         hidden = found.hidden if isinstance(found, Detection) else ()
         tokens = sort_tokens(found.tokens if isinstance(found, Detection) else found)
         if tokens and any(t.xy_px is None for t in tokens):

@@ -100,7 +100,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         found = _frame_alone(image, calibration, board, seen)
     else:
         found = _photo_and_frame(image, reference, calibration, board, seen)
-    return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=seen.hidden)
+    return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=seen.hidden,
+                     difference=seen.difference)
 
 
 @dataclass(frozen=True)

@@ -318,7 +318,9 @@ def look(image: np.ndarray, reference: np.ndarray, calibration: Calibration, boa
                             fallen=blob.fallen, unsure=blob.stray_beside))
     explained = _silhouettes([b for b in blobs if b.fitted], view, vp, board)
     hidden = hidden_areas(changed & board_mask, strong & board_mask, explained, view, cfg)
-    return Detection(tokens=tuple(tokens), hidden=hidden, difference=Difference(view=view, changed=changed & valid))
+    board_share = float((changed & board_mask).sum() / max(1, int(board_mask.sum())))
+    return Detection(tokens=tuple(tokens), hidden=hidden,
+                     difference=Difference(view=view, changed=changed & valid, board_share=board_share))
 
 
 @dataclass(frozen=True)
@@ -328,6 +330,7 @@ class Difference:
 
     view: TopDown
     changed: np.ndarray  # bool raster of view: the photo differs from the empty board here
+    board_share: float = 0.0  # the share of the board in view that differs (most of it: not this board's frame)
 
     def changed_share(self, xy_mm: tuple[float, float], radius_mm: float) -> float | None:
         """The share of the disc of ``radius_mm`` about board point ``xy_mm`` that changed (None off

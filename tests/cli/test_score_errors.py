@@ -140,6 +140,17 @@ def test_an_empty_board_frame_with_tokens_on_it(cli, tmp_path, scene):
     _assert_one_clean_line(result, "is not empty", "on the board (", "without --reference")
 
 
+def test_an_empty_board_frame_of_another_board_print(cli, tmp_path):
+    """Another fixture's frame (its own print, its own camera): before, the photo was scored with "something
+    covers the board" over 29 spaces and 5 of its 16 tokens found."""
+    from pathlib import Path
+
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    result = _score(tmp_path, scenes / "overhead.jpg", "--reference", scenes / "hand_ref.jpg", run=cli)
+    _assert_one_clean_line(result, "overhead.jpg differs from the empty-board frame", "hand_ref.jpg over 7",
+                           "% of the board: the frame is not of this board", "without --reference")
+
+
 @pytest.mark.parametrize("text, words", [
     ("homography: [1, 2]\n", "calibration"),
     ("{{{ not yaml\n", "calibration"),
