@@ -84,28 +84,41 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
     read elsewhere without a flag. The lines are registered from the file's corners (quick), else the board
     is found automatically; where neither places it (a blurred photo, a covered board), nothing says the
     file is wrong and it is used."""
-    from knockcam.calibrate.auto import snap_to_grid
-    from knockcam.calibrate.quality import corner_errors_mm, error_limit, plausible
+    from knockcam.calibrate.quality import plausible
 
     why = plausible(cal.homography, board, (image.shape[1], image.shape[0]))
     if why is not None:  # an edited or damaged file: no board a camera could see
         raise KnockcamError(f"{name} does not place the board in {photo} ({why})",
                             fix or "run 'knockcam calibrate' again, or score without --calibration")
+    apart = _apart_from_printed_lines(image, cal, board, max_error_mm)
+    if apart is not None:
+        raise KnockcamError(f"{name} does not fit {photo}: its printed lines put the board {apart:.0f} mm from where "
+                            f"the file does ({cause})", fix or "run 'knockcam calibrate' on a photo from where the "
+                                                               "camera is now, or score without --calibration")
+    return cal
+
+
+def _apart_from_printed_lines(image: np.ndarray, cal: Calibration, board: Board, max_error_mm: float | None,
+                              snap_first: bool = True) -> float | None:
+    """How far (board mm, worst corner) the photo's printed lines put the board from where ``cal`` does, when
+    that is further than the error limit even allowing for their own estimated error; else None (also when
+    nothing places the board: a blurred photo, a covered board). The lines are registered from ``cal``'s
+    corners (quick; ``snap_first``), else the board is found automatically."""
+    from knockcam.calibrate.auto import snap_to_grid
+    from knockcam.calibrate.quality import corner_errors_mm, error_limit
+
     limit = error_limit(max_error_mm)
-    placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
+    placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs) \
+        if snap_first else None
     allowance = 1.0
     if placed is None or placed.error_mm is None or placed.error_mm > limit:
         try:
             placed = calibrate_automatically(image, board, max_error_mm=limit)
         except KnockcamError:
-            return cal
+            return None
         allowance = float(settings.load("calibrate")["file_check"]["auto_error_factor"])
     apart = float(corner_errors_mm(placed, cal, board).max())
-    if apart - allowance * float(placed.error_mm or 0.0) > limit:
-        raise KnockcamError(f"{name} does not fit {photo}: its printed lines put the board {apart:.0f} mm from where "
-                            f"the file does ({cause})", fix or "run 'knockcam calibrate' on a photo from where the "
-                                                               "camera is now, or score without --calibration")
-    return cal
+    return apart if apart - allowance * float(placed.error_mm or 0.0) > limit else None
 
 
 def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
@@ -178,7 +191,10 @@ def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: 
     size = (int(image.shape[1]), int(image.shape[0]))
     try:
         given = calibrate_corners(corners_px, board, size, method, camera_matrix, dist_coeffs)
-        return check_corners(snap(image, given, board), max_error_mm)
+        placed = snap(image, given, board)
+        if placed.grid_share is None:  # unconfirmed: its estimate counts a click error, not a corner far off
+            _check_not_far_off(image, board, placed, max_error_mm)
+        return check_corners(placed, max_error_mm)
     except KnockcamError as exc:  # a refusal: perhaps only the order is wrong
         fits = _another_order(image, board, corners_px, method, camera_matrix, dist_coeffs, max_error_mm)
         if fits is None:
@@ -186,6 +202,19 @@ def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: 
         again = "click them again in that order, or " if method == "click" else ""
         raise KnockcamError(f"these corners fit the board's printed lines only in another order ({ORDER}; "
                             "near-left is at the GO! end)", f"{again}give --corners \"{corners_text(fits)}\"") from exc
+
+
+def _check_not_far_off(image: np.ndarray, board: Board, cal: Calibration, max_error_mm: float | None) -> None:
+    """KnockcamError when the board, found automatically, lies further from the given corners than the error
+    limit allows: the corners' own estimate assumes each is within a click of the board's corner, and a
+    typo or a corner clicked on the wrong thing was accepted with ``--max-error`` hundreds of mm off."""
+    from knockcam.calibrate.corners import ORDER
+
+    apart = _apart_from_printed_lines(image, cal, board, max_error_mm, snap_first=False)
+    if apart is not None:
+        raise KnockcamError(f"these corners are {apart:.0f} mm from where the board's printed lines put it",
+                            f"check that each is on the board's outer corner ({ORDER}), or give no corners (the "
+                            "automatic calibration finds this board)")
 
 
 def _another_order(image: np.ndarray, board: Board, corners_px, method: str, camera_matrix, dist_coeffs,

@@ -336,3 +336,22 @@ def test_no_max_error_is_offered_in_a_photo_smaller_than_the_method_is_tuned_for
 
     refused = replace(scene.truth.with_error(4.2, "test"), method="auto", grid_share=0.9)
     assert offered_max_error(refused.resized(size)) == offer
+
+
+@pytest.mark.parametrize("corners, apart_mm", [("335,432 519,659 1031,235 746,65", 156),
+                                               ("335,432 519,659 800,400 600,200", 431)])
+def test_corners_far_off_the_board_are_refused_even_with_a_generous_max_error(board, corners, apart_mm):
+    """The overhead fixture's corners with one or two typed wrong: the printed lines do not confirm them, and
+    their estimate (a click error: 4.6-6.5 mm) was accepted under --max-error 8 with the board 150-430 mm off."""
+    from pathlib import Path
+
+    from knockcam.calibrate.choose import calibrate_from_corners
+    from knockcam.calibrate.corners import parse_corners
+    from knockcam.files import load_photo
+
+    photo = load_photo(Path(__file__).resolve().parents[2] / "fixtures" / "scenes" / "overhead.jpg")
+    with pytest.raises(KnockcamError, match=rf"these corners are {apart_mm} mm from where the board's printed lines "
+                                            r"put it: check that each is on the board's outer corner"):
+        calibrate_from_corners(photo, board, parse_corners(corners), max_error_mm=8)
+    true = parse_corners("335.764,432.18 519.668,659.03 1031.172,234.85 846.159,15.076")
+    assert calibrate_from_corners(photo, board, true, max_error_mm=8).error_mm < 3
