@@ -29,7 +29,6 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     """
     if image is None or not hasattr(image, "shape") or image.ndim < 2:
         raise KnockcamError("no image to calibrate on")
-    size = (int(image.shape[1]), int(image.shape[0]))
     k = None if camera is None else camera.camera_matrix
     d = None if camera is None else camera.dist_coeffs
     if calibration_file is not None:
