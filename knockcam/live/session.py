@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from knockcam.rules import RoundResult
 
 Detector = Callable[[Frame], Still]  # one still frame -> the tokens at rest and what covers the board
+# the log's lines that are no tracker event (what the game was given, and the camera's trouble): the others are events
+NOT_EVENTS = frozenset({"start", "observation", "question", "answer", "request", "calibration", "reference", "camera"})
 
 
 @dataclass
@@ -98,6 +100,9 @@ class _Loop:
     told_clutter: str = ""  # the last "board not clear" told, not to repeat it
     told_unreadable: str = ""  # the last "cannot read this frame" told
     provisional: RoundResult | None = None  # the tracker's provisional result after the last observation
+    source: str = "the frames"  # the camera's or video's name, for messages
+    resumed: bool = False  # a resumed game whose board is still to be seen where its log left it ...
+    searched: bool = False  # ... and was looked for by its printed lines once, where features matched nothing
 
 
 def new_log(path: str | Path, *, order, board_path: str | None, tokens_per_side: int, reslide_off_board: str,
@@ -149,6 +154,7 @@ class LiveGame:
         self.log = GameLog(self.log_path, fsync=fsync) if live else None
         self.muted = True
         self.events: list[tuple[str, dict]] = []
+        self._replayed: list[tuple[str, dict]] = []  # the events of the log's last observation, replayed muted
         # each scored round: the tracked tokens as scored and the calibration then (knockcam replay --pictures)
         self.scored: dict[int, dict] = {}
         self._still_image: np.ndarray | None = None  # the still frame being observed (live only)
@@ -160,6 +166,7 @@ class LiveGame:
         self.last_frame = -1
         self.incomplete: str | None = None
         self._round_started = False
+        self._recalibrated = False  # a calibration given when the game was resumed (``use_calibration``)
         self.start = start = entries[0]
         line, e = 1, start  # the line being read back, for the message when it is damaged
         try:
@@ -173,13 +180,15 @@ class LiveGame:
                         raise ValueError("a question's key and its answer are text")
                     answers.append((e["key"], e["answer"]))
             line, e = 1, start
-            self.replay = ReplayPrompter(answers, prompter if live else None, before_live=self._log_question,
+            self.replay = ReplayPrompter(answers, prompter if live else None, before_live=self._ask_live,
                                          after_live=self._log_answer)
             self.tracker = Tracker(self.game, self.board, self, tokens_per_side=start.get("tokens_per_side"),
                                    review=start.get("review"), emit=self._emit)
+            last = len(entries)  # the line of the log's last observation
             for line, e in enumerate(entries, start=1):
                 kind = e["kind"]
                 if kind == "observation":
+                    last, self._replayed = line, []
                     self.last_frame = max(self.last_frame, int(e.get("frame", -1)))
                     try:
                         self.tracker.observe(Observation.from_dict(e))
@@ -198,6 +207,8 @@ class LiveGame:
                                 "knockcam wrote it otherwise: restore the log from a copy, or delete that line and "
                                 "the ones after it to go on from before it with --resume") from None
         self.muted = False
+        if live and self.incomplete is None:
+            self._catch_up(entries[last:])
         if self._cal_path is not None and live:
             self.calibration = Calibration.load(self._cal_path)
         if self._ref_path is not None and live:
@@ -212,6 +223,12 @@ class LiveGame:
             self.live_prompter.tell(message)
             if self.display is not None:
                 self.display.told(message)
+
+    def _ask_live(self, question) -> None:
+        """A question the log does not answer: the game goes on live from here, so what follows is shown and
+        logged (a game resumed at a question asked at a round's end: that round's scoring)."""
+        self.muted = False
+        self._log_question(question)
 
     def _log_question(self, question) -> None:
         if self.log is not None:
@@ -237,7 +254,12 @@ class LiveGame:
             self.scored[data["round"]] = {"tokens": self.tracker.snapshot()["tokens"], "evidence": data["evidence"],
                                           "calibration": self._cal_path}
         if self.muted:
+            self._replayed.append((kind, data))
             return
+        self._publish(kind, data)
+
+    def _publish(self, kind: str, data: dict) -> None:
+        """An event logged and shown: the round's table and picture, the final standings."""
         if self.log is not None:
             self.log.append(kind, **data)
         if self.display is not None:
@@ -247,6 +269,17 @@ class LiveGame:
                     self.display.scored(data["round"], self._still_image, self.calibration, self.tracker.snapshot())
             elif kind == "standings":
                 self.display.standings(data["standings"])
+
+    def _catch_up(self, after: list[dict]) -> None:
+        """Log and show the events of the log's last observation that the lines after it (``after``) lack: the
+        game was killed before writing them, and ``knockcam replay`` would miss them (a round's scoring). Those
+        already logged are not logged again; a log that tells them otherwise is left as it is."""
+        logged = [e["kind"] for e in after if e["kind"] not in NOT_EVENTS]
+        if [kind for kind, _ in self._replayed[:len(logged)]] != logged:
+            return
+        for kind, data in self._replayed[len(logged):]:
+            self._publish(kind, data)
+        self._replayed = []
 
     # -- the frame loop -------------------------------------------------------------------------------
     def run(self, source, *, detector_factory: Callable[..., Detector] | None = None,
@@ -264,7 +297,9 @@ class LiveGame:
         frame_checked = self.last_frame >= 0
         loop = _Loop(cfg=cfg, jpeg_quality=int(cfg["evidence"]["jpeg_quality"]), factory=factory,
                      frame_checked=frame_checked,
-                     calibration_checked=frame_checked or self.calibration is None)  # a given one: on a still frame
+                     calibration_checked=frame_checked or self.calibration is None,  # a given one: on a still frame
+                     source=getattr(source, "name", "the frames"),
+                     resumed=frame_checked and self.calibration is not None and not self._recalibrated)
         stats = loop.stats
         poll = getattr(self.live_prompter, "poll", None)
         start = clock()
@@ -327,6 +362,8 @@ class LiveGame:
                     self.display.frame(frame.image, None, self.tracker.snapshot(), "looking for the board")
                 return False
         if loop.gate is None:
+            if loop.resumed:
+                self._check_resumed_size(frame, loop.source)
             loop.gate = self._motion_gate(frame)
         return True
 
@@ -385,8 +422,11 @@ class LiveGame:
             loop.watch = self._watch(self.reference)
         if loop.watch is None or not (loop.gate.rim_change(frame.image, self.reference, self.calibration, self.board)
                                       > float(camera["moved_trigger"])):
+            loop.resumed = False
             return True  # no check, or the board's rim as on the empty board
         moved = loop.watch.check(frame.image)
+        if loop.resumed:
+            loop.resumed = self._check_resumed_view(moved, frame, loop)
         if moved.moved and not np.isfinite(moved.shift_mm):
             if not loop.paused_for_camera:
                 self.log.append("camera", trouble="moved", message=moved.note)
@@ -399,6 +439,59 @@ class LiveGame:
             self._start_again_here(loop, frame)
         loop.paused_for_camera = False
         return True
+
+    def _check_resumed_size(self, frame: Frame, source: str) -> None:
+        """KnockcamError when a resumed game's frames are not the size its calibration was made for: another
+        camera's or video's, whose board every token would be read on at the wrong place."""
+        size = (frame.image.shape[1], frame.image.shape[0])
+        if tuple(int(v) for v in self.calibration.image_size) != size:
+            w, h = self.calibration.image_size
+            raise self._not_this_camera(source, f"its frames are {size[0]}x{size[1]}, the game was calibrated on "
+                                                f"{w}x{h} ones")
+
+    def _check_resumed_view(self, moved, frame: Frame, loop: "_Loop") -> bool:
+        """KnockcamError when a resumed game's camera shows the board far further from where its log left it than
+        a bumped camera moves it (live.yaml ``camera.resumed_move_mm``): another game's video or camera, not to be taken for a
+        camera move. Returns whether that is still to be seen (features matched nothing, and the board was not
+        found by its printed lines, looked for once: the game waits for it, as after a camera move)."""
+        shift = float(moved.shift_mm)
+        if not np.isfinite(shift):
+            if loop.searched or not self._readable(frame):
+                return True
+            loop.searched = True
+            shift = self._board_found_from_log(frame)
+            if shift is None:
+                return True
+        if shift > float(loop.cfg["camera"]["resumed_move_mm"]):
+            raise self._not_this_camera(loop.source, f"it shows the board {shift:.0f} mm from where the game was "
+                                                     "calibrated, far more than a bumped camera moves")
+        return False
+
+    def _board_found_from_log(self, frame: Frame) -> float | None:
+        """How far (mm at the board's corners) the board found automatically in this frame is from where the
+        calibration has it; None where it is not found (a covered board, a small camera's frame)."""
+        from knockcam.calibrate.choose import calibrate_automatically
+        from knockcam.calibrate.quality import corner_errors_mm
+
+        try:
+            found = calibrate_automatically(frame.image, self.board, max_error_mm=self.max_error_mm)
+        except KnockcamError:
+            return None
+        return float(corner_errors_mm(found, self.calibration, self.board).max())
+
+    def _readable(self, frame: Frame) -> bool:
+        """Whether the frame's light lets the board be looked for (a webcam warming up gives dark frames)."""
+        try:
+            check_photo_light(frame.image, "the frame")
+        except Unreadable:
+            return False
+        return True
+
+    def _not_this_camera(self, source: str, why: str) -> KnockcamError:
+        """The one-line refusal of frames that are not a resumed game's camera or video: what, and what to do."""
+        return KnockcamError(f"{source} does not show the game in {self.log_path} ({why})",
+                             "give that game's own video, or its camera where it was when the game stopped, or start "
+                             "a new game without --resume")
 
     def _still(self, frame: Frame, loop: "_Loop") -> Still | None:
         """The tokens at rest in this still frame, or None when it cannot be read (the light went out, the
@@ -469,6 +562,7 @@ class LiveGame:
         so that the game is rebuilt with it; checked on the next still frame when the game has seen none yet."""
         self._cal_path = log_calibration(self.log, calibration, self.board, note)
         self.calibration = calibration
+        self._recalibrated = True
 
     def _check_given_calibration(self, image: np.ndarray) -> None:
         """KnockcamError when the given calibration does not fit the camera's first readable still frame: made
