@@ -105,7 +105,7 @@ def run(args) -> int:
     if args.camera:
         from knockcam.calibrate.calibration import Calibration
 
-        camera = Calibration.load(args.camera, lens=True)
+        camera = _lens_for(Calibration.load(args.camera, lens=True), image, args.camera)
     from knockcam.calibrate import calibrate
 
     k = None if camera is None else camera.camera_matrix
@@ -139,6 +139,19 @@ def run(args) -> int:
         print(f"  how: {cal.error_source}")
         print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
     return 0
+
+
+def _lens_for(lens, image, path: str):
+    """The lens calibration for this photo: as made at the photo's size, or scaled to it from another resolution
+    of the same view; a KnockcamError for another shape (a crop or another camera mode: the optical centre moves)."""
+    w, h = (int(v) for v in lens.image_size)
+    size = (int(image.shape[1]), int(image.shape[0]))
+    if (w, h) == size:
+        return lens
+    if abs(w * size[1] - h * size[0]) > 0.01 * w * size[1]:
+        raise KnockcamError(f"lens file {path} is for {w}x{h} images, this photo is {size[0]}x{size[1]} (another shape)",
+                            "run 'knockcam calibrate camera' on photos taken in this camera mode")
+    return lens.resized(size)
 
 
 def _yaml_out(path: str) -> Path:

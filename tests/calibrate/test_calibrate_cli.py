@@ -157,3 +157,32 @@ def test_a_calibration_file_is_written_only_to_a_yaml_path(tmp_path, capsys):
         assert main(argv) == 2  # before the photo is looked for
         assert "a calibration file is YAML: give a path ending in .yaml" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_lens_file_is_scaled_to_the_photos_resolution_and_refused_for_another_shape(tmp_path, capsys):
+    """The lens_distortion fixture's lens (k1 -0.20), saved as made at 1280x720, at 2560x1440 (the same view at
+    twice the resolution: scaled) and at 1280x960 (another shape: refused). Before, the file's size was never
+    read, and the double-size lens bent the photo with twice its focal length."""
+    import numpy as np
+
+    from knockcam.calibrate.calibration import Calibration
+
+    root = __import__("pathlib").Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    camera = json.loads((root / "lens_distortion.json").read_text())["camera"]
+    k, d = np.array(camera["camera_matrix"]), np.array(camera["dist_coeffs"])
+    lenses = {}
+    for name, size, scale in (("native", (1280, 720), 1.0), ("double", (2560, 1440), 2.0), ("tall", (1280, 960), 1.0)):
+        g = np.diag([scale, scale, 1.0])
+        lenses[name] = tmp_path / f"{name}.yaml"
+        Calibration("lens", size, np.eye(3), camera_matrix=g @ k, dist_coeffs=d).save(lenses[name])
+    corners = {}
+    for name in ("native", "double"):
+        out = tmp_path / f"board-{name}.yaml"
+        assert main(["calibrate", str(root / "lens_distortion.jpg"), "--auto", "--camera", str(lenses[name]),
+                     "--out", str(out), "--json"]) == 0, capsys.readouterr().err
+        corners[name] = np.array(json.loads(capsys.readouterr().out)["corners_px"])
+    assert np.abs(corners["native"] - corners["double"]).max() < 1.0
+    assert main(["calibrate", str(root / "lens_distortion.jpg"), "--auto", "--camera", str(lenses["tall"]),
+                 "--out", str(tmp_path / "no.yaml")]) == 2
+    err = capsys.readouterr().err
+    assert "tall.yaml is for 1280x960 images, this photo is 1280x720 (another shape)" in err and err.count("\n") == 1
