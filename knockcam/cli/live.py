@@ -260,6 +260,10 @@ def _run(args: argparse.Namespace) -> int:
             if exc.what_to_do != RESUME_LATER:
                 raise
             raise KnockcamError(exc.reason, RESUME_LATER.replace("LOG", str(log_path))) from None
+        except KeyboardInterrupt:  # Ctrl-C: every line of the game is in its log already
+            print(f"knockcam: stopped in round {live.tracker.round}; nothing is lost: continue "
+                  f"with 'knockcam live --resume {log_path}'", file=sys.stderr)
+            return 130
         finally:
             source.close()
             display.close()

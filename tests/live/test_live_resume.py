@@ -176,3 +176,18 @@ def test_resume_with_another_games_video_stops_in_one_line(demo_files, board, tm
     last = capsys.readouterr().err.splitlines()[-1]
     assert last.startswith(f"knockcam: error: video {other} does not show the game in {log} (it shows the board ")
     assert last.endswith("or start a new game without --resume")
+
+
+def test_ctrl_c_says_how_to_go_on(demo_files, tmp_path, capsys, monkeypatch):
+    """Stopping a game with Ctrl-C names the command that continues it (before: 'knockcam: interrupted')."""
+    from knockcam.live.session import LiveGame
+
+    def interrupted(self, source, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(LiveGame, "run", interrupted)
+    log = tmp_path / "game.jsonl"
+    assert main(["live", "--video", str(demo_files["video"]), "--calibration", str(demo_files["calibration"]),
+                 "--order", "red,blue", "--tokens", "2", "--log", str(log), "--quiet", "--no-model"]) == 130
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err == f"knockcam: stopped in round 1; nothing is lost: continue with 'knockcam live --resume {log}'"
