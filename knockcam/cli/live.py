@@ -51,7 +51,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="with --serve: the page may answer the waiting question and ask for a review too "
                              "(anyone on the network who opens it can)")
     parser.add_argument("--quiet", action="store_true", help="no scoreboards, only errors and the result")
-    parser.add_argument("--json", action="store_true", help="print the result as one JSON object at the end")
+    parser.add_argument("--json", action="store_true",
+                        help="print the result as one JSON object at the end, alone on stdout (the rest: stderr)")
     parser.add_argument("--bench", action="store_true",
                         help="benchmark the loop on a synthetic 1280x720 game and write bench/live.md")
     parser.add_argument("--max-frames", type=int, default=None, help=argparse.SUPPRESS)
@@ -112,7 +113,11 @@ def _display(board, args: argparse.Namespace):
         page = args.page = GamePage(args.serve, answers=args.answer_on_page)  # run() closes it, whatever happens
         print(f"the game's page: http://{_address()}:{page.port}/ (phones and a TV on this network; "
               f"http://localhost:{page.port}/ on this computer)", file=sys.stderr)
-    return Display(board, show=args.show, quiet=args.quiet, page=page)
+    from rich.console import Console
+
+    # with --json, stdout holds the JSON alone: the scoreboards and questions go to stderr
+    return Display(board, console=Console(highlight=False, stderr=bool(args.json)), show=args.show, quiet=args.quiet,
+                   page=page)
 
 
 def _address() -> str:
@@ -224,9 +229,10 @@ def _run(args: argparse.Namespace) -> int:
 
     if answers is not None:
         prompter = ScriptedPrompter(answers, skip=n_answers if isinstance(answers, list) else 0,
-                                    echo=None if args.quiet else sys.stdout)
+                                    echo=None if args.quiet else (sys.stderr if args.json else sys.stdout))
     else:
-        prompter = TerminalPrompter(page=args.page if args.answer_on_page else None)
+        prompter = TerminalPrompter(stdout=sys.stderr if args.json else None,
+                                    page=args.page if args.answer_on_page else None)
     live = LiveGame(log_path, prompter, display=display, board=board, model=None if args.no_model else "auto",
                     max_error_mm=args.max_error)
     if args.resume:
@@ -278,4 +284,7 @@ def _run(args: argparse.Namespace) -> int:
               "standings": [s.to_dict() for s in live.game.standings()]}
     if args.json:
         print(json.dumps(result, indent=2))
+    elif args.quiet:  # no scoreboards: the result in one line
+        cash = ", ".join(f"{side} {amount}" for side, amount in result["cash"].items())
+        print(f"{'game over' if result['over'] else 'stopped'} in round {result['round']}: {cash}; pot {result['pot']}")
     return 0 if result["over"] else 3

@@ -420,3 +420,20 @@ def test_the_benchmark_writes_its_report(tmp_path):
     report = run_bench(out, size=(480, 270), model=None, games=0)
     assert out.read_text() == report
     assert "frames/s" in report and "| final standings as the engine scores the script | match" in report
+
+
+def test_json_alone_on_stdout_and_quiet_still_gives_the_result(demo_files, board, tmp_path, capsys):
+    """With --json the scoreboards and questions go to stderr, so stdout parses; with --quiet the result is one
+    line (before: --json shared stdout with the tables, and --quiet printed no result)."""
+    f = demo_files
+    game = ["live", "--video", str(f["video"]), "--calibration", str(f["calibration"]), "--order", "red,blue",
+            "--tokens", "2", "--answers", str(f["answers"]), "--no-model"]
+    assert main([*game, "--log", str(tmp_path / "a.jsonl"), "--json"]) == 0
+    out, err = capsys.readouterr()
+    result = json.loads(out)
+    assert result["over"] is True and result["standings"] == _standings(demo_expected(board))
+    assert "Round 1" in err or "round 1" in err  # the tables were shown, on stderr
+    assert main([*game, "--log", str(tmp_path / "b.jsonl"), "--quiet"]) == 0
+    line = capsys.readouterr().out.strip()
+    cash = ", ".join(f"{side} {amount}" for side, amount in result["cash"].items())
+    assert line == f"game over in round {result['round']}: {cash}; pot {result['pot']}"

@@ -298,9 +298,9 @@ def test_a_whole_game_answered_on_the_page(demo_files, board, tmp_path, capsys, 
         done.set()
         thread.join()
         os.close(write_end)
-    out = capsys.readouterr().out
-    assert out.count("(answered on the game's page)") == len(answered)
-    result = json.loads(out[out.index("\n{") + 1:])
+    out, err = capsys.readouterr()
+    assert err.count("(answered on the game's page)") == len(answered)  # with --json, stdout holds the JSON alone
+    result = json.loads(out)
     assert result["standings"] == [s.to_dict() for s in demo_expected(board).standings()]
     logged = [json.loads(line) for line in (tmp_path / "g.jsonl").read_text().splitlines()]
     assert [e["key"] for e in logged if e["kind"] == "answer"] == answered and set(DEMO_ANSWERS) <= set(answered)
