@@ -225,6 +225,8 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
         data = path.read_bytes()
     except OSError as exc:
         raise KnockcamError(f"cannot read {what} {path}: {exc.strerror or exc}") from None
+    if not data:
+        raise KnockcamError(f"{what} {path} is empty (0 bytes): copy it again from the camera")
     kind = image_format(data)
     if kind is None and data[4:8] == b"ftyp" and data[8:12] in _HEIF_BRANDS:
         raise KnockcamError(f"{path} is a HEIC photo, which knockcam cannot read: export it as JPEG "

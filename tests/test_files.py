@@ -132,7 +132,8 @@ def test_a_photo_cut_short_is_damaged_even_when_its_exif_preview_is_whole(tmp_pa
 @pytest.mark.parametrize("case, words", [
     ("missing", "not found"), ("folder", "folder"), ("text", "not an image"), ("truncated_jpeg", "damaged"),
     ("truncated_png", "damaged"), ("zeroed_jpeg", "damaged"), ("tiny", "too small"), ("heic", "export it as JPEG"),
-    ("mp4", "is a video, not a photo: 'knockcam live --video"), ("avi", "is a video")])
+    ("mp4", "is a video, not a photo: 'knockcam live --video"), ("avi", "is a video"),
+    ("empty", "is empty (0 bytes): copy it again")])
 def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
     data = scene().photo.read_bytes()
     path = tmp_path / "photo.jpg"
@@ -156,6 +157,8 @@ def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
     elif case in ("mp4", "avi"):  # what a phone or a webcam app records
         path = tmp_path / f"game.{case}"
         path.write_bytes(b"\x00\x00\x00\x20ftypisom" + bytes(64) if case == "mp4" else b"RIFF\x00\x10\x00\x00AVI LIST")
+    elif case == "empty":  # a copy that never got its bytes
+        path.write_bytes(b"")
     elif case == "tiny":
         path = tmp_path / "tiny.png"
         cv2.imwrite(str(path), np.zeros((10, 10, 3), np.uint8))
