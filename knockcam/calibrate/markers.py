@@ -69,10 +69,10 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     found = detect_markers(image)
     expected = marker_corners_mm(board)
     ids = [i for i in expected if i in found]
+    missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
     if len(ids) < int(cfg["min_markers"]):
-        missing = ", ".join(CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found)
-        raise KnockcamError(f"markers: found {len(ids)} of 4 marker cards (missing {missing}): lay the sheet's "
-                            f"cards at the board's corners (calibration/README.md) or give --corners")
+        raise KnockcamError(f"markers: found {len(ids)} of 4 marker cards (missing {', '.join(missing)}): lay the "
+                            "sheet's cards at the board's corners (calibration/README.md) or give --corners")
     mm = np.vstack([expected[i] for i in ids])
     px = np.vstack([found[i] for i in ids])
     if camera_matrix is not None and dist_coeffs is not None:
@@ -87,7 +87,6 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
                       dist_coeffs=dist_coeffs, error_mm=rms,
                       error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
                                    f"board mm; card placement by hand not included")
-    missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
     return _confirmed_by_grid(image, board, cal, missing[0]) if missing else cal
 
 
