@@ -190,10 +190,10 @@ def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: 
     size = (int(image.shape[1]), int(image.shape[0]))
     try:
         given = calibrate_corners(corners_px, board, size, method, camera_matrix, dist_coeffs)
-        placed = snap(image, given, board)
-        if placed.grid_share is None:  # unconfirmed: its estimate counts a click error, not a corner far off
+        placed = check_corners(snap(image, given, board), max_error_mm)
+        if placed.grid_share is None:  # accepted unconfirmed: its estimate counts a click error, not a corner far off
             _check_not_far_off(image, board, placed, max_error_mm)
-        return check_corners(placed, max_error_mm)
+        return placed
     except KnockcamError as exc:  # a refusal: perhaps only the order is wrong
         fits = _another_order(image, board, corners_px, method, camera_matrix, dist_coeffs, max_error_mm)
         if fits is None:
