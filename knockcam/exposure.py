@@ -18,6 +18,16 @@ def scaled(image: np.ndarray, gains) -> np.ndarray:
     return cv2.LUT(image, table.reshape(256, 1, channels) if channels > 1 else table.reshape(256))
 
 
+def without_colour(image: np.ndarray, min_chroma: float) -> bool:
+    """Whether ``image`` shows no colour at all: under 1% of its pixels (every 8th row and column) have
+    channels ``min_chroma`` apart (0-255). A black-and-white camera or a night mode gives such a photo: the
+    tokens' sides cannot be told apart in it, and the board is found less often."""
+    blue, green, red = cv2.split(cv2.resize(image, (max(image.shape[1] // 8, 1), max(image.shape[0] // 8, 1)),
+                                            interpolation=cv2.INTER_NEAREST))
+    chroma = cv2.max(cv2.max(blue, green), red) - cv2.min(cv2.min(blue, green), red)  # uint8: max >= min
+    return np.count_nonzero(chroma >= min_chroma) < 0.01 * chroma.size
+
+
 def colour_cast(white_bgr) -> float:
     """How far from grey something white is seen (B, G, R): the natural log of its strongest channel
     over its weakest; 0 for grey, 0.69 for a blue channel at half the red (a lamp's warm light)."""

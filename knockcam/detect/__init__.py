@@ -29,6 +29,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.detect.tokens import Detection, HiddenArea, Token
 from knockcam.errors import KnockcamError
+from knockcam.exposure import without_colour
 
 if TYPE_CHECKING:
     from knockcam.board.layout import Board
@@ -89,7 +90,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     image = lit(image, calibration, board)
     if reference is not None:
         reference = frame_as_read(reference, calibration, board)
-    if _without_colour(image):  # as taken: white-balancing a photo of no board would grey it
+    # as taken: white-balancing a photo of no board would grey it
+    if without_colour(image, float(settings.load("detect")["photo"]["min_chroma"])):
         raise Unreadable("no colour in the image (black and white, a camera's night mode, or far too dark)",
                          "the tokens' sides cannot be told apart; take it in colour and in good light")
     image = balanced(image, calibration, board)
@@ -291,18 +293,6 @@ def _check_light(light: float, what: str) -> None:
     if light < float(settings.load("detect")["photo"]["min_light"]):
         raise Unreadable(f"the board is far too dark in {what} (its brightest parts at {light:.0f} of 255)",
                          "light the board, or let the camera expose longer, and take it again")
-
-
-def _without_colour(image: np.ndarray) -> bool:
-    """Whether ``image`` shows no colour at all: under 1% of its pixels (every 8th row and column) have
-    channels ``photo.min_chroma`` apart (data/detect.yaml). Scored anyway, such a photo would give every
-    token some side, most of them wrong."""
-    import cv2
-
-    blue, green, red = cv2.split(cv2.resize(image, (max(image.shape[1] // 8, 1), max(image.shape[0] // 8, 1)),
-                                            interpolation=cv2.INTER_NEAREST))
-    chroma = cv2.max(cv2.max(blue, green), red) - cv2.min(cv2.min(blue, green), red)  # uint8: max >= min
-    return np.count_nonzero(chroma >= float(settings.load("detect")["photo"]["min_chroma"])) < 0.01 * chroma.size
 
 
 def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> list[Token]:

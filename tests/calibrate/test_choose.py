@@ -1,6 +1,7 @@
 """calibrate(): the method follows from what is given; failures say what to do."""
 
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +10,15 @@ from knockcam.calibrate import calibrate
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm
 from knockcam.errors import KnockcamError
+
+SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+
+
+def _table(height: int, width: int, bgr=(60, 110, 160)) -> np.ndarray:
+    """A photo of a bare table (a wooden one's colour): no board, but colour, as a camera sees it."""
+    image = np.zeros((height, width, 3), np.uint8)
+    image[:] = bgr
+    return image
 
 
 def test_corners_as_text_or_array(scene, board):
@@ -85,9 +95,22 @@ def test_nothing_given_uses_markers_when_in_view(marker_scene, board):
 
 
 def test_nothing_given_and_no_board_says_what_to_do(board):
-    blank = np.full((480, 640, 3), 128, np.uint8)
-    with pytest.raises(KnockcamError, match="give --corners or lay the marker sheet"):
-        calibrate(blank, board)
+    with pytest.raises(KnockcamError, match="board not found: give --corners or lay the marker sheet"):
+        calibrate(_table(480, 640), board)
+
+
+def test_a_board_refused_in_a_photo_with_no_colour_is_told_to_take_it_in_colour(board):
+    """The oblique_60 fixture made grey (a black-and-white camera): its board, 2.6 mm off in colour, is placed far
+    off and refused; the message names the missing colour. Not found at all in a grey frame, it says the same."""
+    import cv2
+
+    grey = cv2.cvtColor(cv2.cvtColor(cv2.imread(str(SCENES / "oblique_60.jpg")), cv2.COLOR_BGR2GRAY),
+                        cv2.COLOR_GRAY2BGR)
+    with pytest.raises(KnockcamError, match=r"over the 3 mm limit \(auto\) in a photo with no colour .*: take it in "
+                                            "colour: the tokens' sides are told apart by colour"):
+        calibrate(grey, board)
+    with pytest.raises(KnockcamError, match=r"^board not found in a photo with no colour"):
+        calibrate(np.full((480, 640, 3), 128, np.uint8), board)
 
 
 def test_a_board_not_found_in_a_photo_far_too_dark_is_told_to_light_it(board):
@@ -99,7 +122,7 @@ def test_a_board_not_found_in_a_photo_far_too_dark_is_told_to_light_it(board):
                                     "board and take it again, or give --corners or lay the marker sheet "
                                     "(calibration/README.md)")
     with pytest.raises(KnockcamError) as lit_told:
-        calibrate(np.full((480, 640, 3), 20, np.uint8), board)
+        calibrate(_table(480, 640, (12, 20, 28)), board)
     assert str(lit_told.value).startswith("board not found: give --corners")
 
 
@@ -186,7 +209,7 @@ def test_a_blurred_board_refused_with_an_offer_is_told_both(board, monkeypatch):
     with pytest.raises(KnockcamError, match=r"the photo is blurred \(its printed lines are 8 px wide; .*\): retake it "
                                             r"in focus, holding the camera still, give --corners, lay the marker "
                                             r"sheet, .* or accept this one with --max-error 3.5 "):
-        calibrate_automatically(np.zeros((720, 1280, 3), np.uint8), board)
+        calibrate_automatically(_table(720, 1280), board)
 
 
 def _placed(error_mm: float, source: str, grid_share: float | None = None) -> Calibration:
@@ -312,7 +335,7 @@ def test_a_refused_photo_smaller_than_the_method_is_tuned_for_is_told_to_be_take
     monkeypatch.setattr(auto, "calibrate_auto", lambda *a, **k: rough)
     monkeypatch.setattr(auto, "blurred_lines_px", lambda *a, **k: None)
     with pytest.raises(KnockcamError) as err:
-        calibrate(np.full((h, w, 3), 128, np.uint8), board)
+        calibrate(_table(h, w), board)
     larger = f"take it at 1280 px across or more (this one is {w}x{h}), "
     assert (f"(auto): {larger}give --corners, or lay" in str(err.value)) is told
     assert str(err.value).endswith("give --corners or lay the marker sheet") is not told

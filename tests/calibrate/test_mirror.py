@@ -65,3 +65,25 @@ def test_the_automatic_method_refuses_a_mirrored_photo(board):
     image = cv2.flip(cv2.imread(str(SCENES / "overhead.jpg")), 1)
     with pytest.raises(Mirrored, match="mirrored.*turn off the camera's mirroring"):
         calibrate(image, board)
+
+
+def test_a_mirrored_photo_whose_board_is_refused_just_over_the_limit_is_named_mirrored(board):
+    """The oblique_60 fixture flipped: its board is placed 3.4 mm over the 3 mm limit, and the colours say why."""
+    image = cv2.flip(cv2.imread(str(SCENES / "oblique_60.jpg")), 1)
+    with pytest.raises(Mirrored, match="mirrored.*turn off the camera's mirroring"):
+        calibrate(image, board)
+
+
+def test_a_board_found_in_the_wrong_place_is_refused_for_its_error_not_called_mirrored(board):
+    """Tuning render 3933 as taken: the automatic method places a board 10.5 mm over the limit in the wrong place,
+    where its colour sets agree mirrored by chance; only a board placed near the limit is judged by its colours."""
+    from knockcam.calibrate.auto import calibrate_auto
+    from knockcam.calibrate.quality import Refused
+    from knockcam.calibrate.scene import make_scene
+
+    image = make_scene(board, 3933).image
+    placed = calibrate_auto(image, board)
+    assert placed.error_mm > 6 and mirror_evidence(image, placed, board) < -LIMIT  # the case this guards
+    with pytest.raises(Refused, match="calibration error .* is over the 3 mm limit") as refused:
+        calibrate(image, board)
+    assert not isinstance(refused.value, Mirrored)

@@ -11,9 +11,9 @@ import pytest
 from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
 from knockcam import settings
-from knockcam.detect import (Unreadable, _without_colour, balanced, board_light, check_photo_light, detect, lit,
+from knockcam.detect import (Unreadable, balanced, board_light, check_photo_light, detect, lit,
                              paper_colour, tokens_in_empty_frame)
-from knockcam.exposure import colour_cast
+from knockcam.exposure import colour_cast, without_colour
 from knockcam.errors import KnockcamError
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -55,8 +55,9 @@ def test_a_black_and_white_photo_is_refused_not_scored():
 @pytest.mark.parametrize("photo", sorted(p.name for p in FIXTURES.glob("*.jpg")))
 def test_every_shipped_photo_and_empty_frame_has_colour(photo):
     image = cv2.imread(str(FIXTURES / photo))
-    assert not _without_colour(image)
-    assert _without_colour(_grey(image))
+    min_chroma = float(settings.load("detect")["photo"]["min_chroma"])
+    assert not without_colour(image, min_chroma)
+    assert without_colour(_grey(image), min_chroma)
 
 
 def test_the_model_sees_tokens_in_a_frame_that_is_not_empty():
