@@ -21,9 +21,38 @@ def has_display() -> bool:
 
     if not hasattr(cv2, "imshow") or not hasattr(cv2, "setMouseCallback"):
         return False
-    if sys.platform.startswith("linux") and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
-        return False
+    if sys.platform.startswith("linux"):
+        wayland, x11 = os.environ.get("WAYLAND_DISPLAY"), os.environ.get("DISPLAY")
+        if not (wayland or x11):
+            return False
+        if x11 and not wayland and not _x_server_answers(x11):
+            return False  # a stale DISPLAY (an ssh session's, long closed): OpenCV's window would abort the program
     return True
+
+
+def _x_server_answers(display: str) -> bool:
+    """Whether the X server that ``display`` ("[host]:N[.screen]") names takes a connection: its local socket
+    (/tmp/.X11-unix/XN, or Linux's abstract one of that name) or TCP port 6000 + N on ``host``."""
+    import socket
+
+    host, _, rest = display.rpartition(":")
+    number = rest.split(".")[0]
+    if not number.isdigit():
+        return False
+    if host in ("", "unix"):
+        path = f"/tmp/.X11-unix/X{number}"
+        addresses = [(socket.AF_UNIX, "\0" + path), (socket.AF_UNIX, path)]
+    else:
+        addresses = [(socket.AF_INET6 if ":" in host else socket.AF_INET, (host.strip("[]"), 6000 + int(number)))]
+    for family, address in addresses:
+        with socket.socket(family, socket.SOCK_STREAM) as s:
+            s.settimeout(1.0)
+            try:
+                s.connect(address)
+                return True
+            except OSError:
+                continue
+    return False
 
 
 def click_corners(image: np.ndarray) -> np.ndarray:
@@ -31,7 +60,8 @@ def click_corners(image: np.ndarray) -> np.ndarray:
     import cv2
 
     if not has_display():
-        raise KnockcamError(HEADLESS)
+        named = os.environ.get("DISPLAY")
+        raise KnockcamError(HEADLESS + (f" (the display {named} does not answer)" if named else ""))
     h, w = image.shape[:2]
     scale = min(1.0, float(settings.load("calibrate")["click"]["max_window_px"]) / max(w, h))
     shown = cv2.resize(image, (int(w * scale), int(h * scale))) if scale < 1 else image.copy()

@@ -25,8 +25,9 @@ def check_window() -> None:
     from knockcam.calibrate.click import has_display
 
     if not has_display():
-        raise KnockcamError("--show needs a display and an OpenCV build with a GUI (this one is headless or "
-                            "there is no $DISPLAY): run without --show; the terminal scoreboard still works")
+        raise KnockcamError("--show needs a display and an OpenCV build with a GUI (this one is headless, or "
+                            "$DISPLAY is unset or does not answer): run without --show; the terminal scoreboard "
+                            "still works")
 
 
 class Display:
