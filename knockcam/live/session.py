@@ -167,6 +167,7 @@ class LiveGame:
         self.incomplete: str | None = None
         self._round_started = False
         self._recalibrated = False  # a calibration given when the game was resumed (``use_calibration``)
+        self._carry: np.ndarray | None = None  # the empty-board frame's move to that calibration's view, still to do
         self.start = start = entries[0]
         line, e = 1, start  # the line being read back, for the message when it is damaged
         try:
@@ -297,7 +298,8 @@ class LiveGame:
         frame_checked = self.last_frame >= 0
         loop = _Loop(cfg=cfg, jpeg_quality=int(cfg["evidence"]["jpeg_quality"]), factory=factory,
                      frame_checked=frame_checked,
-                     calibration_checked=frame_checked or self.calibration is None,  # a given one: on a still frame
+                     # a given one (at the start, or when resumed): checked on a still frame
+                     calibration_checked=(frame_checked and not self._recalibrated) or self.calibration is None,
                      source=getattr(source, "name", "the frames"),
                      resumed=frame_checked and self.calibration is not None and not self._recalibrated)
         stats = loop.stats
@@ -418,6 +420,9 @@ class LiveGame:
         board's rim changed, the frame is registered on the empty board; a camera moved is re-registered, and
         one moved beyond finding pauses the game (False) until the board is found again."""
         camera = loop.cfg["camera"]
+        if self._carry is not None:
+            self._carry_reference(frame)
+            loop.watch = None
         if loop.watch is None and camera["moved_check"]:
             loop.watch = self._watch(self.reference)
         if loop.watch is None or not (loop.gate.rim_change(frame.image, self.reference, self.calibration, self.board)
@@ -560,9 +565,25 @@ class LiveGame:
     def use_calibration(self, calibration: Calibration, note: str) -> None:
         """Go on with ``calibration`` (given when the game is resumed: the camera was calibrated again), logged
         so that the game is rebuilt with it; checked on the next still frame when the game has seen none yet."""
+        if self.reference is not None and self.calibration is not None:  # the empty board is in the old one's view
+            g = calibration.homography @ np.linalg.inv(self.calibration.homography)
+            self._carry = g / g[2, 2]
         self._cal_path = log_calibration(self.log, calibration, self.board, note)
         self.calibration = calibration
         self._recalibrated = True
+
+    def _carry_reference(self, frame: Frame) -> None:
+        """The empty-board frame carried into the view of the calibration given at resume, refined on this still
+        frame (knockcam.calibrate.motion.refine_shift), as after a camera move. Left in the old view, the
+        camera-move check took the new calibration's move for a move of its own and applied it again (a camera
+        moved 30 px while the game was stopped: the board then read 43 mm from where it lies)."""
+        from knockcam.calibrate.motion import carried, refine_shift
+
+        h, w = frame.image.shape[:2]
+        g = refine_shift(self.reference, frame.image, self._carry)
+        self.reference = carried(self.reference, g, (w, h))
+        log_reference(self.log, self.reference, "carried into the view of the calibration given at --resume")
+        self._carry = None
 
     def _check_given_calibration(self, image: np.ndarray) -> None:
         """KnockcamError when the given calibration does not fit the camera's first readable still frame: made

@@ -399,3 +399,40 @@ def test_a_given_empty_board_frame_with_tokens_on_it_stops_the_game(tmp_path):
     log.close()
     resumed = LiveGame(tmp_path / "clutter.jsonl", ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False)
     resumed.run(list_source([empty] * 20, 10.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+
+
+def test_a_calibration_given_at_resume_after_the_camera_moved_is_used_once_with_the_empty_board_carried(empty_720p,
+                                                                                                     board, tmp_path):
+    """The camera moved 30 px while the game was stopped and was calibrated again: the log's empty-board frame, in
+    the old view, is carried into the new one. Left there, the camera-move check took the new calibration's move
+    for one of its own and applied it again: the board read 43 mm from where it lies for the rest of the game."""
+    from knockcam.calibrate.quality import corner_errors_mm
+
+    empty, truth = empty_720p
+    log, live = _given_game(tmp_path, truth.with_error(0.5, "test"))
+    still = lambda cal, ref: (lambda frame: Still(()))  # noqa: E731
+    live.run(list_source([empty] * 60, 30.0), detector_factory=still)
+    shift = np.array([[1.0, 0, 30], [0, 1, 12], [0, 0, 1]])
+    moved = cv2.warpPerspective(empty, shift, (1280, 720), borderMode=cv2.BORDER_REPLICATE)
+    again = truth.with_error(0.5, "test").moved(shift)
+    resumed = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False, model=None)
+    resumed.use_calibration(again, "given at --resume: new.yaml")
+    resumed.run(list_source([moved] * 90, 30.0), detector_factory=still)
+    assert corner_errors_mm(resumed.calibration, again, board).max() < 0.1
+    assert cv2.absdiff(resumed.reference, moved)[100:-100, 100:-100].mean() < 1.0
+    assert not [e for e in read_log(log) if e["kind"] == "camera"]  # no camera move of its own
+    assert [e["note"] for e in read_log(log) if e["kind"] == "reference"][-1] == \
+        "carried into the view of the calibration given at --resume"
+
+
+def test_a_calibration_given_at_resume_that_does_not_fit_the_camera_stops_the_game(empty_720p, tmp_path):
+    """Checked on a still frame as one given at the start is, though the game has seen frames already."""
+    empty, truth = empty_720p
+    log, live = _given_game(tmp_path, truth.with_error(0.5, "test"))
+    still = lambda cal, ref: (lambda frame: Still(()))  # noqa: E731
+    live.run(list_source([empty] * 60, 30.0), detector_factory=still)
+    resumed = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False, model=None)
+    resumed.use_calibration(truth.with_error(0.5, "test").moved(np.array([[1.0, 0, 12], [0, 1, 0], [0, 0, 1]])),
+                            "given at --resume: off.yaml")
+    with pytest.raises(KnockcamError, match="the given calibration does not fit"):
+        resumed.run(list_source([empty] * 60, 30.0), detector_factory=still)
