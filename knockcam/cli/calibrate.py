@@ -92,6 +92,10 @@ def run(args) -> int:
         from knockcam.calibrate.lens import calibrate_lens
 
         out = _yaml_out(args.out or "calibration/camera.yaml")
+        if len(args.target) == 1:
+            raise KnockcamError("calibrate camera needs photos of the printed ChArUco board",
+                                "print calibration/charuco.png, photograph it at 3 or more angles with the camera, "
+                                "and give them: knockcam calibrate camera charuco1.jpg charuco2.jpg charuco3.jpg")
         photos = [load_photo(p, "ChArUco photo") for p in args.target[1:]]  # a missing one is named first
         cal = calibrate_lens(photos)
         cal.save(out)

@@ -159,6 +159,15 @@ def test_a_calibration_file_is_written_only_to_a_yaml_path(tmp_path, capsys):
     assert not list(tmp_path.iterdir())
 
 
+def test_calibrate_camera_without_photos_says_what_to_give(tmp_path, capsys, monkeypatch):
+    """It said "the ChArUco board was found in 0 different photo(s)", as if photos had been looked at."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["calibrate", "camera"]) == 2
+    err = capsys.readouterr().err
+    assert "calibrate camera needs photos of the printed ChArUco board: print calibration/charuco.png" in err
+    assert "0 different" not in err and not list(tmp_path.iterdir())
+
+
 def test_a_lens_file_is_scaled_to_the_photos_resolution_and_refused_for_another_shape(tmp_path, capsys):
     """The lens_distortion fixture's lens (k1 -0.20), saved as made at 1280x720, at 2560x1440 (the same view at
     twice the resolution: scaled) and at 1280x960 (another shape: refused). Before, the file's size was never
