@@ -45,5 +45,6 @@ def test_a_display_that_does_not_answer_is_no_display(monkeypatch):
     assert not click.has_display()
     monkeypatch.setenv("DISPLAY", ":987")  # no such local server
     assert not click.has_display()
-    with pytest.raises(KnockcamError, match=r"no display to click on: .*--corners.* \(the display :987 does not answer\)"):
+    with pytest.raises(KnockcamError, match=r"no display to click on: .*--corners.* "
+                                            r"\(the display :987 does not answer\)"):
         click.click_corners(np.zeros((10, 10, 3), np.uint8))
