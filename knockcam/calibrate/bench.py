@@ -65,6 +65,16 @@ def _fixtures(board: Board):
         yield path.stem, cv2.imread(str(photo)), cv2.imread(str(ref)), truth
 
 
+RESAVE_QUALITY = 90  # the "saved again" rows: a photo opened and saved again as JPEG (an editor, a messaging app)
+
+
+def resaved(image: np.ndarray, quality: int = RESAVE_QUALITY) -> np.ndarray:
+    """``image`` saved again as a JPEG at ``quality`` and read back: the same photo with other compression noise."""
+    import cv2
+
+    return cv2.imdecode(cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])[1], cv2.IMREAD_COLOR)
+
+
 CUT_SIDES = ("top", "left", "bottom", "right")  # the cut rows: which side of the photo, by scene number ...
 CUT_PX = (20, 60)  # ... and how far past it the board's outermost corner there lies, alternating every four scenes
 
@@ -156,6 +166,8 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
         record("auto (fixtures/scenes, lens known)", truth, lambda: calibrate_auto(photo, board, *_known_lens(truth)))
         record("auto (fixtures/scenes, lens unknown: read off the printed lines)", truth,
                lambda: calibrate_auto(photo, board))
+        record(f"auto (fixtures/scenes saved again as JPEG at quality {RESAVE_QUALITY}; lens unknown)", truth,
+               lambda: calibrate_auto(resaved(photo), board))
         record("reference (fixtures/scenes: CASE_ref.jpg + its true calibration -> CASE.jpg)", truth,
                lambda: calibrate_reference(photo, ref_frame, truth, board))
     rng = np.random.default_rng(0)
@@ -193,6 +205,8 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
             turned_img, turned_truth = turned_photo(img, truth, clockwise=i % 2 == 0)
             record("auto (the same held-out photos turned upright, portrait as a phone held upright shows it; lens "
                    "unknown)", turned_truth, lambda: calibrate_auto(turned_img, board))
+            record(f"auto (the same held-out photos saved again as JPEG at quality {RESAVE_QUALITY}; lens unknown)",
+                   truth, lambda: calibrate_auto(resaved(img), board))
         for size, what in ((PHONE_SIZE, "a phone's size"), (WEBCAM_SIZE, "a webcam's as OpenCV opens most")):
             photo = _synth_photo(board, i, size=size)
             if photo is not None:

@@ -192,3 +192,15 @@ def test_a_turned_photo_keeps_every_point_of_the_board_where_the_turn_takes_it(b
         y, x = np.round(expected[len(grid) // 2]).astype(int)[::-1]
         sy, sx = np.round(px[len(grid) // 2]).astype(int)[::-1]
         assert np.array_equal(turned[y, x], image[sy, sx])  # the pixels turned the same way
+
+
+def test_a_photo_saved_again_is_the_same_photo_with_other_compression_noise(board):
+    """resaved: the "saved again" rows' photo keeps its size and content; only JPEG noise of a few levels moves."""
+    from knockcam.calibrate.bench import RESAVE_QUALITY, _synth_photo, resaved
+
+    image, _ = _synth_photo(board, 0, seed=3011)
+    again = resaved(image)
+    assert again.shape == image.shape and again.dtype == np.uint8
+    change = np.abs(again.astype(int) - image.astype(int))
+    assert 0 < change.mean() < 3 and change.max() > 0
+    assert np.array_equal(resaved(image, RESAVE_QUALITY), again)  # the same every run
