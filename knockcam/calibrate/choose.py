@@ -183,6 +183,19 @@ def _named_dark(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
                          f"light the board and take it again, or {exc.what_to_do}")
 
 
+def _named_colourless(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
+    """``exc`` with the photo's lack of colour named first when it has none (exposure.without_colour, at
+    detect.yaml photo.min_chroma): its tokens could not be scored, and the board is found less often (fixtures
+    made grey: oblique_60 estimated 83 mm against 2.6, defocus 11.9 against 2.1; the easy views much as in colour)."""
+    from knockcam.exposure import without_colour
+
+    if not without_colour(image, float(settings.load("detect")["photo"]["min_chroma"])):
+        return exc
+    return KnockcamError(f"{exc.reason} in a photo with no colour (black and white, or a camera's night mode)",
+                         "take it in colour: the tokens' sides are told apart by colour (and the board is found "
+                         "more often)")
+
+
 def _mirrored_near(image: np.ndarray, refused: Calibration, board: Board, max_error_mm: float | None) -> bool:
     """Whether a photo whose board was ``refused`` is a mirror image: a mirrored photo's board is often placed
     just over the limit (the oblique_60 fixture mirrored: 3.4 mm against 2.57 as taken). Its colour sets then
@@ -196,19 +209,6 @@ def _mirrored_near(image: np.ndarray, refused: Calibration, board: Board, max_er
     near = float(cfg["refused_within"]) * error_limit(max_error_mm)
     return (refused.error_mm is not None and refused.error_mm <= near
             and mirror_evidence(image, refused, board) < -float(cfg["min_evidence"]))
-
-
-def _named_colourless(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
-    """``exc`` with the photo's lack of colour named first when it has none (exposure.without_colour, at
-    detect.yaml photo.min_chroma): the board is found less often without colour (the fixtures made grey: the
-    oblique_60 board 35 mm off against 2.6, lens_distortion 24 against 2.6), and its tokens could not be scored."""
-    from knockcam.exposure import without_colour
-
-    if not without_colour(image, float(settings.load("detect")["photo"]["min_chroma"])):
-        return exc
-    return KnockcamError(f"{exc.reason} in a photo with no colour (black and white, or a camera's night mode)",
-                         "take it in colour: the tokens' sides are told apart by colour (and the board is found "
-                         "more often)")
 
 
 def _larger(image: np.ndarray) -> list[str]:
