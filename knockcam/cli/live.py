@@ -156,7 +156,7 @@ def _run(args: argparse.Namespace) -> int:
     from knockcam.files import load_photo
     from knockcam.live.frames import camera_source, size_note, video_source
     from knockcam.live.log import RESUME_LATER, check_new, read_game_log
-    from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, load_answers
+    from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, check_answer_sides, load_answers
     from knockcam.live.session import LiveGame, new_log
 
     if args.bench:
@@ -172,6 +172,7 @@ def _run(args: argparse.Namespace) -> int:
         log_path = Path(args.resume)
         entries = read_game_log(log_path)
         start = entries[0]
+        check_answer_sides(answers, start["order"], args.answers)
         n_answers = sum(1 for e in entries if e["kind"] == "answer")
         board = load_board(start.get("board"))
         display = _display(board, args)
@@ -192,6 +193,7 @@ def _run(args: argparse.Namespace) -> int:
             random.SystemRandom().shuffle(order)  # R6: round 1's order is drawn
         elif sides is not None and sorted(sides) != sorted(order):
             raise KnockcamError("--order must list the same sides as --sides")
+        check_answer_sides(answers, order, args.answers)
         if args.camera is None and args.video is None:
             raise KnockcamError("give --camera N or --video FILE")
         board = load_board(args.board)

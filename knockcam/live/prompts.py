@@ -234,6 +234,18 @@ def _check_key(key: str, path) -> None:
             raise KnockcamError(f"{path}: answer key {key!r}: no question has the {what} {word!r}{hint}: {shape}")
 
 
+def check_answer_sides(answers: dict | list | None, sides, path) -> None:
+    """KnockcamError for an answer keyed to a side not in this game (``sides``): no question would ever ask for
+    it, and the question meant for another side would be given its default without a word."""
+    if not isinstance(answers, dict):
+        return
+    for key in answers:
+        side = _KEY.fullmatch(key)[3]
+        if side != "-" and side not in sides:
+            raise KnockcamError(f"{path}: answer key {key!r} is for {side}, who is not in this game (sides "
+                                f"{', '.join(sides)})", "key each answer to a side of this game")
+
+
 class ReplayPrompter:
     """Answers already in the game log, in order, then hands over to ``live`` (None: stop there)."""
 

@@ -289,3 +289,20 @@ def test_a_game_log_of_a_later_format_is_refused_not_misread(tmp_path):
         read_log(log)
     log.write_text(json.dumps({"seq": 0, "kind": "start", "format": 1, "order": ["red", "blue"]}) + "\n")
     assert read_log(log)[0]["format"] == 1
+
+
+def test_an_answer_keyed_to_a_side_not_in_the_game_is_refused_before_the_game_starts(tmp_path, capsys):
+    """Its question is never asked: the answer meant for another side was lost and that side given the default."""
+    from knockcam.live.prompts import check_answer_sides
+
+    answers = {"r1:jail:red:1": "yes", "r2:railroad:-:1": "no"}
+    check_answer_sides(answers, ("red", "blue"), "a.yaml")  # the game's sides, and questions to nobody
+    check_answer_sides(["yes", "no"], ("red",), "a.yaml")  # answers in order name no side
+    with pytest.raises(KnockcamError, match=re.escape("a.yaml: answer key 'r1:jail:green:1' is for green, who is "
+                                                      "not in this game (sides red, blue): key each answer")):
+        check_answer_sides({**answers, "r1:jail:green:1": "yes"}, ("red", "blue"), "a.yaml")
+    path, log = tmp_path / "answers.yaml", tmp_path / "game.jsonl"
+    path.write_text("r1:jail:green:1: yes\n")
+    assert main(["live", "--video", str(tmp_path / "game.mp4"), "--sides", "red,blue", "--answers", str(path),
+                 "--log", str(log)]) == 2
+    assert "is for green, who is not in this game (sides " in capsys.readouterr().err and not log.exists()
