@@ -275,13 +275,12 @@ class Scorer:
         there, in each photo (``_calibrate_photo_for_frame``).
         """
         from knockcam.calibrate import calibrate
+        from knockcam.calibrate.choose import check_size
 
         opts = self.options
         if isinstance(opts.calibration, Calibration):
-            size = (int(image.shape[1]), int(image.shape[0]))
-            if tuple(int(v) for v in opts.calibration.image_size) != size:
-                w, h = opts.calibration.image_size
-                raise KnockcamError(f"the calibration is for {w}x{h} images, this one is {size[0]}x{size[1]}")
+            check_size(opts.calibration, image, "the calibration", "this one",
+                       "run 'knockcam calibrate' on this camera's image")
             return opts.calibration
         if opts.calibration or opts.corners:
             return calibrate(image, self.board, corners=opts.corners, calibration_file=opts.calibration,

@@ -63,6 +63,18 @@ def test_to_dict_is_exactly_the_json_contract():
     assert out["round"] == scored.round.to_dict() and out["round"]["order"] == list(ALL)
 
 
+def test_a_calibration_of_another_image_size_is_refused_saying_what_to_do():
+    from knockcam.calibrate.calibration import Calibration
+
+    s = scene()
+    given = Calibration.load(s.calibration)
+    w, h = given.image_size
+    other = given.resized((w // 2, h // 2))
+    with pytest.raises(KnockcamError, match=rf"^the calibration is for {w // 2}x{h // 2} images, this one is {w}x{h}: "
+                                            "run 'knockcam calibrate' on this camera's image$"):
+        score_photo(s.photo, ScoreOptions(calibration=other), detector=s.truth_detector())
+
+
 def test_no_order_means_no_round():
     s = scene()
     scored = score_photo(s.photo, ScoreOptions(calibration=s.calibration), detector=s.truth_detector())

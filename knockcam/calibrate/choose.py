@@ -33,7 +33,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     d = None if camera is None else camera.dist_coeffs
     if calibration_file is not None:
         cal = Calibration.load(calibration_file)
-        _check_size(cal, image, str(calibration_file), "this one", "run 'knockcam calibrate' on this camera's image")
+        check_size(cal, image, str(calibration_file), "this one", "run 'knockcam calibrate' on this camera's image")
         return check_file_fits(image, cal, board, str(calibration_file), max_error_mm)
     if corners is not None:
         from knockcam.calibrate.corners import parse_corners
@@ -55,7 +55,7 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     return calibrate_automatically(image, board, k, d, max_error_mm)
 
 
-def _check_size(cal: Calibration, image: np.ndarray, name: str, photo: str, fix: str) -> None:
+def check_size(cal: Calibration, image: np.ndarray, name: str, photo: str, fix: str) -> None:
     """KnockcamError unless the calibration ``name`` is for images of this one's size."""
     w, h = int(image.shape[1]), int(image.shape[0])
     if tuple(cal.image_size) != (w, h):
@@ -69,7 +69,7 @@ def _reference_calibration(ref_image: np.ndarray, ref_cal, board: Board) -> Cali
     if not isinstance(ref_cal, Calibration):
         name, ref_cal = str(ref_cal), Calibration.load(ref_cal)
     fix = "give the calibration file that 'knockcam calibrate' wrote for the reference photo itself"
-    _check_size(ref_cal, ref_image, name, "the reference photo", fix)
+    check_size(ref_cal, ref_image, name, "the reference photo", fix)
     return check_file_fits(ref_image, ref_cal, board, name, cause="it is not the reference photo's calibration",
                            fix=fix, photo="the reference photo")
 
