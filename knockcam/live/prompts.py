@@ -172,6 +172,7 @@ class ScriptedPrompter:
         self.told: list[str] = []
         self.asked: list[tuple[str, str]] = []
         self.echo = echo
+        self.answered_on: str | None = None  # where the last answer came from: the file, or its default
 
     def tell(self, message: str) -> None:
         self.told.append(message)
@@ -179,12 +180,13 @@ class ScriptedPrompter:
             print(message, file=self.echo, flush=True)
 
     def ask(self, question: Question) -> str:
+        self.answered_on = "file"
         if question.key in self.by_key and self.by_key[question.key]:
             raw = self.by_key[question.key].popleft()
         elif self.in_order:
             raw = self.in_order.popleft()
         else:
-            raw = ""
+            raw, self.answered_on = "", "default"
         try:
             answer = question.normal(raw)
         except ValueError as exc:

@@ -11,7 +11,8 @@ from knockcam.board.layout import Board
 from knockcam.report.evidence import space_name
 
 RESLIDE_WHY = {"chance": "Chance, E1", "jail": "out of jail, S4", "off_board": "off the board, S2 variant"}
-ANSWERED_ON = {"page": " (answered on the game's page)", "timeout": " (no answer in time: the default)"}
+ANSWERED_ON = {"page": " (answered on the game's page)", "timeout": " (no answer in time: the default)",
+               "file": " (from the answers file)", "default": " (not in the answers file: the default)"}
 
 
 @dataclass(frozen=True)

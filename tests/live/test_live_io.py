@@ -45,7 +45,8 @@ def test_with_input_closed_a_question_that_times_out_takes_its_default_at_once()
 
 def test_scripted_answers_by_key_in_order_and_defaults():
     p = ScriptedPrompter({"r1:jail:red:1": "oui"})
-    assert p.ask(q()) == "yes" and p.ask(q("r2:jail:red:1")) == "no"  # unscripted: the default
+    assert p.ask(q()) == "yes" and p.answered_on == "file"  # logged with the answer: replay says where it came from
+    assert p.ask(q("r2:jail:red:1")) == "no" and p.answered_on == "default"  # unscripted: the default
     p = ScriptedPrompter(["y", "n", "y"], skip=1)  # the first was already used before a crash
     assert [p.ask(q()) for _ in range(2)] == ["no", "yes"]
     with pytest.raises(KnockcamError, match="scripted answer 'perhaps'"):

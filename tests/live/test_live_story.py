@@ -86,6 +86,7 @@ def test_replay_tells_each_round_as_it_happened_with_its_frames(played, tmp_path
     told = json.loads(capsys.readouterr().out)["story"]
     answers = [h for h in told if h["text"].startswith("asked: ")]
     assert len(answers) == len(DEMO_ANSWERS) and all(h["round"] in (1, 2) for h in answers)
+    assert all(h["text"].endswith(" (from the answers file)") for h in answers)  # where each answer came from
     assert sum(h["text"].startswith(("red slid", "blue slid")) for h in told) == sum(
         e["kind"] in ("slide", "reslide") for e in read_log(log))
     for h in told:  # every frame named is one the log saved
