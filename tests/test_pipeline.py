@@ -461,3 +461,18 @@ def test_an_empty_board_frame_from_elsewhere_is_told_before_the_frames_refused_c
     with pytest.raises(KnockcamError, match=r"^the empty-board frame does not show the board as the photo does "
                                             r"\(camera moved a lot\): take both from the same place"):
         scorer.score(scenes / "overhead.jpg")
+
+
+@pytest.mark.parametrize("turn, says", [
+    (cv2.ROTATE_90_CLOCKWISE, r"is 720x1280 but .* is 1280x720: one of them is turned a quarter: take both with the "
+                              r"phone held the same way"),
+    (None, r"is 640x360 but .* is 1280x720: take both with the same camera$"),
+])
+def test_an_empty_board_frame_of_another_size_says_why(tmp_path, turn, says):
+    """A frame turned a quarter (a phone held upright for one, sideways for the other) is named as such."""
+    scenes = Path(__file__).resolve().parents[1] / "fixtures" / "scenes"
+    frame = cv2.imread(str(scenes / "overhead_ref.jpg"))
+    frame = cv2.rotate(frame, turn) if turn is not None else cv2.resize(frame, (640, 360))
+    cv2.imwrite(str(tmp_path / "frame.png"), frame)
+    with pytest.raises(KnockcamError, match=rf"^the empty-board frame {says}"):
+        score_photo(scenes / "overhead.jpg", ScoreOptions(reference=str(tmp_path / "frame.png")))
