@@ -167,7 +167,7 @@ class LiveGame:
         self.incomplete: str | None = None
         self._round_started = False
         self._recalibrated = False  # a calibration given when the game was resumed (``use_calibration``)
-        self._carry: np.ndarray | None = None  # the empty-board frame's move to that calibration's view, still to do
+        self._refine_carried = False  # the empty-board frame, carried into that calibration's view, is to be refined
         self.start = start = entries[0]
         line, e = 1, start  # the line being read back, for the message when it is damaged
         try:
@@ -420,8 +420,8 @@ class LiveGame:
         board's rim changed, the frame is registered on the empty board; a camera moved is re-registered, and
         one moved beyond finding pauses the game (False) until the board is found again."""
         camera = loop.cfg["camera"]
-        if self._carry is not None:
-            self._carry_reference(frame)
+        if self._refine_carried:
+            self._refine_carried_reference(frame)
             loop.watch = None
         if loop.watch is None and camera["moved_check"]:
             loop.watch = self._watch(self.reference)
@@ -564,26 +564,34 @@ class LiveGame:
 
     def use_calibration(self, calibration: Calibration, note: str) -> None:
         """Go on with ``calibration`` (given when the game is resumed: the camera was calibrated again), logged
-        so that the game is rebuilt with it; checked on the next still frame when the game has seen none yet."""
+        so that the game is rebuilt with it, and checked on the next still frame. The log's empty-board frame is
+        carried into its view at once (logged too: a game stopped again before a still frame resumes with the
+        two in one view) and refined on that frame. Left in the old view, the camera-move check took the new
+        calibration's move for a move of its own and applied it again (a camera moved 30 px while the game was
+        stopped: the board then read 43 mm from where it lies)."""
+        from knockcam.calibrate.motion import carried
+
         if self.reference is not None and self.calibration is not None:  # the empty board is in the old one's view
             g = calibration.homography @ np.linalg.inv(self.calibration.homography)
-            self._carry = g / g[2, 2]
+            self.reference = carried(self.reference, g / g[2, 2], tuple(int(v) for v in calibration.image_size))
+            log_reference(self.log, self.reference, "carried into the view of the calibration given at --resume")
+            self._refine_carried = True
         self._cal_path = log_calibration(self.log, calibration, self.board, note)
         self.calibration = calibration
         self._recalibrated = True
 
-    def _carry_reference(self, frame: Frame) -> None:
-        """The empty-board frame carried into the view of the calibration given at resume, refined on this still
-        frame (knockcam.calibrate.motion.refine_shift), as after a camera move. Left in the old view, the
-        camera-move check took the new calibration's move for a move of its own and applied it again (a camera
-        moved 30 px while the game was stopped: the board then read 43 mm from where it lies)."""
+    def _refine_carried_reference(self, frame: Frame) -> None:
+        """The empty-board frame carried at resume (``use_calibration``) brought onto this still frame to the
+        sub-pixel (knockcam.calibrate.motion.refine_shift), as after a camera move: the reference-frame detector
+        compares the two pixel by pixel, and two calibrations of one view differ by a pixel or so."""
         from knockcam.calibrate.motion import carried, refine_shift
 
         h, w = frame.image.shape[:2]
-        g = refine_shift(self.reference, frame.image, self._carry)
-        self.reference = carried(self.reference, g, (w, h))
-        log_reference(self.log, self.reference, "carried into the view of the calibration given at --resume")
-        self._carry = None
+        g = refine_shift(self.reference, frame.image, np.eye(3))
+        if np.abs(g - np.eye(3)).max() > 1e-9:
+            self.reference = carried(self.reference, g, (w, h))
+            log_reference(self.log, self.reference, "carried at --resume, refined on the first still frame")
+        self._refine_carried = False
 
     def _check_given_calibration(self, image: np.ndarray) -> None:
         """KnockcamError when the given calibration does not fit the camera's first readable still frame: made
