@@ -110,6 +110,8 @@ class Calibration:
     created: str = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"))
     hump: Hump | None = None  # the board's face is not flat (None: it is)
     grid_share: float | None = None  # where the printed grid placed the board: share of its samples on a line (0..1)
+    # a saved file used as given because this photo could not check it: why (never saved; None: checked)
+    unchecked: str | None = None
 
     def mm_to_px(self, points_mm) -> np.ndarray:
         """(N, 2) board millimetres (on the board's face) -> (N, 2) image pixels (distorted if a lens model is set)."""

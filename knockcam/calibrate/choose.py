@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -82,7 +83,7 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
     since the file was made (or, as ``cause`` says, the file is another photo's), and every token would be
     read elsewhere without a flag. The lines are registered from the file's corners (quick), else the board
     is found automatically; where neither places it (a blurred photo, a covered board), nothing says the
-    file is wrong and it is used."""
+    file is wrong and it is used, saying so (``unchecked``)."""
     from knockcam.calibrate.quality import plausible
 
     why = plausible(cal.homography, board, (image.shape[1], image.shape[0]))
@@ -90,6 +91,8 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
         raise KnockcamError(f"{name} does not place the board in {photo} ({why})",
                             fix or "run 'knockcam calibrate' again, or score without --calibration")
     apart = _apart_from_printed_lines(image, cal, board, max_error_mm)
+    if apart is not None and math.isnan(apart):
+        return replace(cal, unchecked=f"{photo} shows too little of the board's printed lines to check it")
     if apart is not None:
         raise KnockcamError(f"{name} does not fit {photo}: its printed lines put the board {apart:.0f} mm from where "
                             f"the file does ({cause})", fix or "run 'knockcam calibrate' on a photo from where the "
@@ -100,8 +103,8 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
 def _apart_from_printed_lines(image: np.ndarray, cal: Calibration, board: Board, max_error_mm: float | None,
                               snap_first: bool = True) -> float | None:
     """How far (board mm, worst corner) the photo's printed lines put the board from where ``cal`` does, when
-    that is further than the error limit even allowing for their own estimated error; else None (also when
-    nothing places the board: a blurred photo, a covered board). The lines are registered from ``cal``'s
+    that is further than the error limit even allowing for their own estimated error; else None, or NaN when
+    nothing places the board (a blurred photo, a covered board). The lines are registered from ``cal``'s
     corners (quick; ``snap_first``), else the board is found automatically."""
     from knockcam.calibrate.auto import snap_to_grid
     from knockcam.calibrate.quality import corner_errors_mm, error_limit
@@ -114,7 +117,7 @@ def _apart_from_printed_lines(image: np.ndarray, cal: Calibration, board: Board,
         try:
             placed = calibrate_automatically(image, board, max_error_mm=limit)
         except KnockcamError:
-            return None
+            return math.nan
         allowance = float(settings.load("calibrate")["file_check"]["auto_error_factor"])
     apart = float(corner_errors_mm(placed, cal, board).max())
     return apart if apart - allowance * float(placed.error_mm or 0.0) > limit else None
@@ -249,7 +252,7 @@ def _check_not_far_off(image: np.ndarray, board: Board, cal: Calibration, max_er
     from knockcam.calibrate.corners import ORDER
 
     apart = _apart_from_printed_lines(image, cal, board, max_error_mm, snap_first=False)
-    if apart is not None:
+    if apart is not None and not math.isnan(apart):
         raise KnockcamError(f"these corners are {apart:.0f} mm from where the board's printed lines put it",
                             f"check that each is on the board's outer corner ({ORDER}), or give no corners (the "
                             "automatic calibration finds this board)")

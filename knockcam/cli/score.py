@@ -207,6 +207,9 @@ def print_scored(scored, evidence: Path | None = None, console=None, again: str 
     cal = scored.calibration
     err = f"{cal.error_mm:.1f} mm" if cal.error_mm is not None else "unknown"
     console.print(f"calibration: {cal.method} (error {err}), detector: {scored.detector}")
+    if cal.unchecked:  # a saved file this photo could not confirm
+        console.print(f"[yellow]calibration file used as given: {escape(cal.unchecked)}; if the camera moved since "
+                      "it was made, every token is read elsewhere[/yellow]")
     console.print(tokens_table(scored))
     for i, why in scored.left_out:
         console.print(f"[dim]#{i + 1} not scored in the round: {why}[/dim]")

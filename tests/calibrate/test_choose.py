@@ -80,12 +80,22 @@ def test_a_calibration_file_with_impossible_numbers_is_refused_saying_which(tmp_
         Calibration.load(path)
 
 
-def test_a_calibration_file_the_photo_cannot_confirm_is_used_as_it_is(tmp_path, scene, board):
-    """No printed line to check it by (here no board at all): nothing says the file is wrong."""
+def test_a_calibration_file_the_photo_cannot_confirm_is_used_as_it_is_saying_so(tmp_path, scene, board):
+    """No printed line to check it by (here no board at all, or the board blurred past reading): nothing says the
+    file is wrong, so it is used, and the calibration says it was not checked (``knockcam score`` tells it)."""
+    import cv2
+    import json
+
     path = tmp_path / "c.yaml"
-    scene.truth.with_error(0.5, "test").save(path, board.size_mm)
-    blank = np.full_like(scene.image, 128)
-    assert np.allclose(calibrate(blank, board, calibration_file=path).homography, scene.truth.homography, atol=1e-6)
+    truth = Calibration.from_dict(json.loads((SCENES / "overhead.json").read_text())["calibration"])
+    truth.save(path, board.size_mm)
+    photo = cv2.imread(str(SCENES / "overhead.jpg"))
+    for unseen in (np.full_like(photo, 128), cv2.GaussianBlur(photo, (0, 0), 8)):
+        used = calibrate(unseen, board, calibration_file=path)
+        assert np.allclose(used.homography, truth.homography, atol=1e-6)
+        assert used.unchecked == "this photo shows too little of the board's printed lines to check it"
+    checked = calibrate(photo, board, calibration_file=path)
+    assert checked.unchecked is None and "unchecked" not in checked.to_dict()  # never saved
 
 
 def test_nothing_given_uses_markers_when_in_view(marker_scene, board):

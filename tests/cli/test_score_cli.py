@@ -41,6 +41,26 @@ def test_score_prints_tables_without_json(tmp_path, scene):
         assert words in result.stdout
 
 
+def test_score_says_when_the_photo_could_not_check_the_calibration_file(tmp_path):
+    """The overhead fixture blurred past reading its printed lines: its calibration file is used as given, and the
+    output says so; the photo as shot checks it and says nothing."""
+    from knockcam.board import load_board
+    from knockcam.calibrate.calibration import Calibration
+
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    calibration = tmp_path / "overhead.yaml"
+    Calibration.from_dict(json.loads((scenes / "overhead.json").read_text())["calibration"]).save(
+        calibration, load_board().size_mm)
+    blurred = tmp_path / "blurred.png"
+    cv2.imwrite(str(blurred), cv2.GaussianBlur(cv2.imread(str(scenes / "overhead.jpg")), (0, 0), 8))
+    for photo, told in ((blurred, True), (scenes / "overhead.jpg", False)):
+        result = knockcam("score", photo, "--calibration", calibration)
+        assert result.returncode == 0, result.stderr
+        said = " ".join(result.stdout.split())  # rich wraps at 80 columns
+        assert ("calibration file used as given: this photo shows too little of the board's printed lines to check "
+                "it; if the camera moved since it was made, every token is read elsewhere" in said) is told
+
+
 def test_folder_scores_every_photo_and_summarises(tmp_path, scene):
     photos = tmp_path / "night"
     photos.mkdir()
