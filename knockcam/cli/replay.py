@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
 
         console = Console()
         folder = Path(args.log).parent
-        for number in range(0, max([len(game.history)] + [h.round for h in happenings]) + 1):
+        # the rounds played and any a log line names (a hand-edited round number is told, not counted up to)
+        for number in sorted(set(range(len(game.history) + 1)) | {h.round for h in happenings}):
             told = [h for h in happenings if h.round == number]
             if told:
                 console.print(happened_table(told, number, folder))

@@ -202,7 +202,7 @@ class LiveGame:
                     self._cal_path = self.log_path.parent / e["path"]
                 elif kind == "reference":
                     self._ref_path = self.log_path.parent / e["path"]
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError) as exc:
             raise KnockcamError(f"{self.log_path}: line {line} ({e.get('kind')}) is damaged: "
                                 f"{type(exc).__name__}: {exc}",
                                 "knockcam wrote it otherwise: restore the log from a copy, or delete that line and "

@@ -224,6 +224,22 @@ def test_a_mangled_game_log_is_replayed_or_refused_in_one_line(demo, board, tmp_
     assert 0 < refused < 100
 
 
+def test_a_log_line_with_an_absurd_frame_or_round_number_is_answered_at_once(demo, board, tmp_path, capsys):
+    """A frame number of infinity was a traceback (OverflowError); a round number of 10**12 made replay count up
+    to it, for ever."""
+    log = tmp_path / "game.jsonl"
+    lines = _finished_game_log(log, demo, board, checks=False)
+    observed = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "observation")
+    started = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "round_start")
+    for at, field, value in ((observed, "frame", float("inf")), (started, "round", 10**12)):
+        entry = json.loads(lines[at])
+        entry[field] = value
+        log.write_text("\n".join(lines[:at] + [json.dumps(entry)] + lines[at + 1:]) + "\n")
+        code = main(["replay", str(log)])
+        err = capsys.readouterr().err
+        assert code in (0, 2, 3) and "Traceback" not in err and len(err.strip().splitlines()) <= 1
+
+
 def test_resume_takes_a_calibration_made_again_and_refuses_another_empty_board_frame(demo_files, tmp_path, capsys):
     """A new --calibration with --resume used to be ignored without a word (a game stopped for a calibration
     made before the camera moved could then never go on); it is now logged and used from there on."""
