@@ -382,12 +382,11 @@ class Scorer:
         t0 = clock if clock is not None else time.perf_counter()
         if self.reference is not None and self.reference.shape != image.shape:
             r, p = self.reference.shape, image.shape
+            sizes = f"the empty-board frame is {r[1]}x{r[0]} but {name} is {p[1]}x{p[0]}"
             if (r[0], r[1]) == (p[1], p[0]):  # a phone held the other way for one of them
-                raise KnockcamError(f"the empty-board frame is {r[1]}x{r[0]} but {name} is {p[1]}x{p[0]}: one of them "
-                                    "is turned a quarter", "take both with the phone held the same way, or turn one "
-                                                           "back in a photo editor")
-            raise KnockcamError(f"the empty-board frame is {r[1]}x{r[0]} but {name} is {p[1]}x{p[0]}: "
-                                "take both with the same camera")
+                raise KnockcamError(f"{sizes}: one of them is turned a quarter",
+                                    "take both with the phone held the same way, or turn one back in a photo editor")
+            raise KnockcamError(f"{sizes}: take both with the same camera")
         t1 = time.perf_counter()
         check_photo_light(image)
         calibration = self.calibrate(image)
