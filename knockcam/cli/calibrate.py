@@ -153,7 +153,8 @@ def _lens_for(lens, image, path: str):
     if (w, h) == size:
         return lens
     if abs(w * size[1] - h * size[0]) > 0.01 * w * size[1]:
-        raise KnockcamError(f"lens file {path} is for {w}x{h} images, this photo is {size[0]}x{size[1]} (another shape)",
+        raise KnockcamError(f"lens file {path} is for {w}x{h} images, this photo is {size[0]}x{size[1]} "
+                            "(another shape)",
                             "run 'knockcam calibrate camera' on photos taken in this camera mode")
     return lens.resized(size)
 

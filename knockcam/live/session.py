@@ -457,8 +457,8 @@ class LiveGame:
     def _check_resumed_view(self, moved, frame: Frame, loop: "_Loop") -> bool:
         """KnockcamError when a resumed game's camera shows the board far further from where its log left it than
         a bumped camera moves it (live.yaml ``camera.resumed_move_mm``): another game's video or camera, not to be
-        taken for a camera move. Returns whether that is still to be seen (features matched nothing, and the board was not
-        found by its printed lines, looked for once: the game waits for it, as after a camera move)."""
+        taken for a camera move. Returns whether that is still to be seen (features matched nothing, and the board
+        was not found by its printed lines, looked for once: the game waits for it, as after a camera move)."""
         shift = float(moved.shift_mm)
         if not np.isfinite(shift):
             if loop.searched or not self._readable(frame):
