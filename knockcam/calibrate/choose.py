@@ -47,8 +47,10 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
         if not isinstance(reference, Reference):
             ref_image, ref_cal = reference
             reference = make_reference(ref_image, _reference_calibration(ref_image, ref_cal, board), board)
-        return check(register(image, reference, board), max_error_mm,
-                     "retake the photo with the board better in view, or calibrate the reference again")
+        registered = check(register(image, reference, board), max_error_mm,
+                           "retake the photo with the board better in view, or calibrate the reference again")
+        # a reference calibration its photo could not check stays unchecked in every photo registered to it
+        return replace(registered, unchecked=reference.calibration.unchecked)
     from knockcam.calibrate.markers import detect_markers
 
     if len(detect_markers(image)) >= 3:

@@ -141,6 +141,9 @@ def run(args) -> int:
         print(f"{cal.method}: error {cal.error_mm:.2f} mm on the board (limit {error_limit(args.max_error):g} mm); "
               f"wrote {out}")
         print(f"  how: {cal.error_source}")
+        if cal.unchecked and args.reference:  # the reference's calibration, used as given
+            print(f"  not checked: {cal.unchecked}; if {args.reference[1]} is not that photo's own calibration, this "
+                  "one is wrong too")
         print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
     return 0
 

@@ -195,3 +195,32 @@ def test_a_lens_file_is_scaled_to_the_photos_resolution_and_refused_for_another_
                  "--out", str(tmp_path / "no.yaml")]) == 2
     err = capsys.readouterr().err
     assert "tall.yaml is for 1280x960 images, this photo is 1280x720 (another shape)" in err and err.count("\n") == 1
+
+
+def test_a_reference_calibration_its_photo_cannot_check_is_said_to_be_used_unchecked(tmp_path, scene, board, capsys):
+    """Own scene 104 (the reference) is a print whose printed lines do not place the board, so they cannot check
+    the calibration given with it: that calibration is used as given, and the photo registered to it says so
+    (were the file another photo's, this one would be wrong too). Before, nothing was said. The overhead
+    fixture's empty-board frame checks its calibration, and nothing is said."""
+    from pathlib import Path
+
+    from knockcam.calibrate.scene import make_scene
+
+    ref = make_scene(board, 104, art_seed=scene.art_seed, tokens=0)
+    photo, ref_photo, ref_cal = tmp_path / "photo.png", tmp_path / "empty.png", tmp_path / "empty.yaml"
+    cv2.imwrite(str(photo), scene.image)
+    cv2.imwrite(str(ref_photo), ref.image)
+    ref.truth.save(ref_cal, board.size_mm)
+    out = tmp_path / "photo.yaml"
+    assert main(["calibrate", str(photo), "--reference", str(ref_photo), str(ref_cal), "--out", str(out)]) == 0
+    said = capsys.readouterr().out.splitlines()
+    assert said[0].startswith("reference: error ") and said[2] == (
+        "  not checked: the reference photo shows too little of the board's printed lines to check it; if "
+        f"{ref_cal} is not that photo's own calibration, this one is wrong too")
+    assert "unchecked" not in out.read_text()  # never saved: a later photo is checked against the file again
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+    truth = Calibration.from_dict(json.loads((scenes / "overhead.json").read_text())["calibration"])
+    truth.save(ref_cal, board.size_mm)
+    assert main(["calibrate", str(scenes / "overhead.jpg"), "--reference", str(scenes / "overhead_ref.jpg"),
+                 str(ref_cal), "--out", str(out)]) == 0
+    assert "not checked" not in capsys.readouterr().out
