@@ -28,7 +28,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_copy
 from knockcam.calibrate.cut import near_edge, past_the_edge
-from knockcam.calibrate.edges import line_fit_error_mm, refine_sides, side_face_px, up_px
+from knockcam.calibrate.edges import edge_width_px, line_fit_error_mm, refine_sides, side_face_px, up_px
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px, ridge_image)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
@@ -316,7 +316,31 @@ def _calibrate_auto(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,
         sharper = _found_sharpened(image, board, camera_matrix, dist_coeffs, start_px, cal)
         if sharper is not None:
             cal = sharper
-    return cal
+    return _with_edge_blur(image, cal, board)
+
+
+def _with_edge_blur(image: np.ndarray, cal: Calibration, board: Board) -> Calibration:
+    """``cal``, and where its board was placed by its edges alone (the printed grid did not confirm it) and
+    those edges look wider than a sharp photo's (``edge_width_px``), its estimate with a share of the excess
+    width counted as more corner uncertainty: a blurred edge's peak merges with the printed lines and the
+    edge face beside it and lies between them (calibrate.yaml auto.edge_sharp_px says what was measured).
+    Counted on the answer only: a refused blurred board is still compared with the sharpened photo's by
+    its own estimate (``_found_sharpened``), which then keeps the sharpened board honest (the
+    cup_cards_banknotes fixture's empty-board frame: sharpened, 12.6 mm off and estimated 2.4 mm alone)."""
+    if cal.grid_share is not None:
+        return cal
+    cfg = settings.load("calibrate")["auto"]
+    if cal.camera_matrix is not None and cal.dist_coeffs is not None:  # the board was placed in the photo undistorted
+        image = cv2.undistort(image, cal.camera_matrix, cal.dist_coeffs)
+    width = float(edge_width_px(image, board_corners_px(cal.homography, board)).max())
+    sharp = float(cfg["edge_sharp_px"])
+    if width <= sharp:
+        return cal
+    more_px = float(cfg["edge_blur_factor"]) * (width - sharp)
+    blur_mm = corner_uncertainty_mm(cal.homography, board, more_px, samples=100, worst_corner=True)
+    return replace(cal, error_mm=float(np.hypot(cal.error_mm, blur_mm)),
+                   error_source=f"{cal.error_source}; its edges look {width:.0f} px wide (a sharp photo's at most "
+                                f"{sharp:g} px): {more_px:.1f} px more of corner uncertainty")
 
 
 def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs,

@@ -190,6 +190,33 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
     return c, direction, sigma, int(keep.sum()), spread
 
 
+def edge_width_px(colour: np.ndarray, corners: np.ndarray, radius: float = 15.0, samples: int = 60) -> np.ndarray:
+    """Per side (near, right, far, left): how wide (px) the board's edge looks across the side through
+    ``corners``: the width at half height of the colour gradient's peak there, the profiles averaged
+    along the side. A sharp photo's edge is 2-3.5 px wide; a blurred one's wider, and its peak has
+    merged with the printed lines and the board's edge face beside it, so where it lies says less."""
+    img = cv2.GaussianBlur(colour, (0, 0), 0.7).astype(np.float32)  # as refine_sides looks at it
+    step = 0.25
+    offs = np.arange(-radius, radius + step / 2, step)
+    centre, near = len(offs) // 2, int(round(1.5 / step))
+    widths = np.zeros(4)
+    for a in range(4):
+        p, q = corners[a], corners[(a + 1) % 4]
+        d = q - p
+        nrm = np.array([-d[1], d[0]]) / max(float(np.linalg.norm(d)), 1e-9)
+        base = p[None, :] + np.linspace(0.1, 0.9, samples)[:, None] * d[None, :]
+        xs = (base[:, None, 0] + offs[None, :] * nrm[0]).astype(np.float32)
+        ys = (base[:, None, 1] + offs[None, :] * nrm[1]).astype(np.float32)
+        prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        avg = np.median(np.sqrt((np.gradient(prof, step, axis=1) ** 2).sum(axis=2)), axis=0)
+        k = centre - near + int(np.argmax(avg[centre - near:centre + near + 1]))  # the fitted edge's peak
+        above = avg >= avg[k] / 2
+        lo = k - (int(np.argmin(above[k::-1])) if not above[:k + 1].all() else k)
+        hi = k + (int(np.argmin(above[k:])) if not above[k:].all() else len(offs) - 1 - k)
+        widths[a] = (hi - lo) * step
+    return widths
+
+
 def _line_intersection(f1, f2) -> np.ndarray:
     c1, d1 = f1[0], f1[1]
     c2, d2 = f2[0], f2[1]

@@ -98,6 +98,24 @@ def test_a_calibration_file_the_photo_cannot_confirm_is_used_as_it_is_saying_so(
     assert checked.unchecked is None and "unchecked" not in checked.to_dict()  # never saved
 
 
+def test_a_board_placed_by_its_blurred_edges_is_refused_and_a_true_file_is_used(tmp_path, scene, board):
+    """Own scene 4 blurred at sigma 8 px: no printed line shows, and the board's edges alone placed it 19.6 mm
+    off, estimated 2.3 mm and kept. Their width (about 20 px) now counts in its estimate: refused as blurred.
+    Before, a calibration file with the true board was refused for it ("the camera moved"); now nothing in the
+    photo places the board, and the file is used as given, saying so."""
+    import cv2
+
+    blurred = cv2.GaussianBlur(scene.image, (0, 0), 8)
+    with pytest.raises(KnockcamError, match=r"the photo is blurred .* retake it") as refused:
+        calibrate(blurred, board)
+    how = refused.value.calibration.error_source
+    assert re.search(r"; its edges look \d+ px wide \(a sharp photo's at most 6 px\)", how)
+    path = tmp_path / "c.yaml"
+    scene.truth.save(path, board.size_mm)
+    used = calibrate(blurred, board, calibration_file=path)
+    assert np.allclose(used.homography, scene.truth.homography, atol=1e-6) and used.unchecked
+
+
 def test_nothing_given_uses_markers_when_in_view(marker_scene, board):
     cal = calibrate(marker_scene.image, board)
     assert cal.method == "markers"
