@@ -193,8 +193,9 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
 def edge_width_px(colour: np.ndarray, corners: np.ndarray, radius: float = 15.0, samples: int = 60) -> np.ndarray:
     """Per side (near, right, far, left): how wide (px) the board's edge looks across the side through
     ``corners``: the width at half height of the colour gradient's peak there, the profiles averaged
-    along the side. A sharp photo's edge is 2-3.5 px wide; a blurred one's wider, and its peak has
-    merged with the printed lines and the board's edge face beside it, so where it lies says less."""
+    along the side; at most 2 x ``radius`` where it never falls to half (a checkered cloth beside the board).
+    A sharp photo's edge is 2-3.5 px wide; a blurred one's wider, and its peak has merged with the printed
+    lines and the board's edge face beside it, so where it lies says less."""
     img = cv2.GaussianBlur(colour, (0, 0), 0.7).astype(np.float32)  # as refine_sides looks at it
     step = 0.25
     offs = np.arange(-radius, radius + step / 2, step)
