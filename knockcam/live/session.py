@@ -595,16 +595,24 @@ class LiveGame:
 
     def _check_given_calibration(self, image: np.ndarray) -> None:
         """KnockcamError when the given calibration does not fit the camera's first readable still frame: made
-        before the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose)."""
+        before the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose).
+        A frame that cannot check it (too blurred, too small, the board covered) is said so, once: the
+        calibration is then used as given."""
         from knockcam.calibrate.choose import check_file_fits
 
+        again = f"'knockcam live --resume {self.log_path} --calibration NEW.yaml'"
         try:
-            check_file_fits(image, self.calibration, self.board, "the given calibration", self.max_error_mm)
+            checked = check_file_fits(image, self.calibration, self.board, "the given calibration", self.max_error_mm,
+                                      photo="the first still frame")
         except KnockcamError as exc:
             self.log.append("camera", trouble="calibration does not fit", message=exc.reason)
-            again = f"'knockcam live --resume {self.log_path} --calibration NEW.yaml'"
             raise KnockcamError(exc.reason, f"make one from where the camera is now (knockcam calibrate) and go on "
                                             f"with {again}") from None
+        if checked.unchecked:
+            self.log.append("camera", trouble="calibration not checked", message=checked.unchecked)
+            self.tell(f"calibration used as given, not checked: {checked.unchecked}; if the camera moved since it "
+                      f"was made, every token is read elsewhere: make one from where the camera is now (knockcam "
+                      f"calibrate) and go on with {again}")
 
     def _look_for_board(self, frame: Frame, search: BoardSearch) -> bool:
         """No calibration given: find the board automatically in this frame, if it is time for another try.

@@ -438,3 +438,15 @@ def test_a_calibration_given_at_resume_that_does_not_fit_the_camera_stops_the_ga
                             "given at --resume: off.yaml")
     with pytest.raises(KnockcamError, match="the given calibration does not fit"):
         resumed.run(list_source([empty] * 60, 30.0), detector_factory=still)
+
+
+def test_a_given_calibration_the_first_still_frame_cannot_check_is_said_to_be_used_as_given(demo, tmp_path):
+    """The demo's 480x270 frames show the printed lines too small to check a calibration against: the game
+    goes on with the one given, and says once, in the log and to the players, that it was not checked."""
+    log, live = _given_game(tmp_path, demo.calibration)
+    live.run(list_source([demo.empty] * 60, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    trouble = [e for e in read_log(log) if e["kind"] == "camera"]
+    assert [e["trouble"] for e in trouble] == ["calibration not checked"]
+    assert "the first still frame shows too little of the board's printed lines" in trouble[0]["message"]
+    told = [m for m in live.live_prompter.told if m.startswith("calibration used as given, not checked")]
+    assert len(told) == 1 and f"--resume {log} --calibration NEW.yaml" in told[0]
