@@ -343,6 +343,9 @@ class LiveGame:
         stats.wall_s = clock() - start
         if self.calibration is None and loop.search is not None:
             raise KnockcamError(loop.search.gave_up(f"{loop.search.tries} tries before the frames ended"))
+        if loop.resumed and loop.paused_for_camera:  # not one frame showed the board where the game left it
+            raise self._not_this_camera(loop.source, "none of its still frames showed the board where the game left "
+                                                     "it, and the board was not found in them")
         return stats
 
     def _camera_trouble(self, trouble: Trouble, loop: "_Loop") -> None:

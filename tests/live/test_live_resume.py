@@ -127,16 +127,26 @@ def _other_game(board, seed):
     return [Composer(board, seed=seed, size=(480, 270)).empty] * 30
 
 
+def _no_board(seed):
+    """A second of a camera that shows no board at all: a cloth's coloured blotches under room light."""
+    rng = np.random.default_rng(seed)
+    blotches = cv2.resize(rng.integers(40, 220, (9, 16, 3), dtype=np.uint8), (480, 270), interpolation=cv2.INTER_CUBIC)
+    return [cv2.GaussianBlur(blotches, (0, 0), 3)] * 30
+
+
 @pytest.mark.parametrize("other,said", [
     ("seed 11", "mm from where the game was calibrated"),  # features put its board 1170 mm away: a "camera move"
     ("seed 1", "mm from where the game was calibrated"),  # features match nothing; its printed lines place it
     ("larger", "its frames are 640x360, the game was calibrated on 480x270 ones"),
+    ("no board", "none of its still frames showed the board where the game left it"),  # used to wait to its end
 ])
 def test_resume_with_another_games_video_is_refused_not_taken_for_a_camera_move(demo, board, tmp_path, other, said):
     log = tmp_path / "game.jsonl"
     live, oracle = _stopped_in_round_1(log, demo, board)
     if other == "larger":
         frames = [cv2.resize(f, (640, 360)) for f in demo.frames[demo.marks[4]:]]
+    elif other == "no board":
+        frames = _no_board(3)
     else:
         frames = _other_game(board, int(other.split()[1]))
     with pytest.raises(KnockcamError) as refused:
