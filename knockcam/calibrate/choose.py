@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -92,22 +92,31 @@ def check_file_fits(image: np.ndarray, cal: Calibration, board: Board, name: str
     if why is not None:  # an edited or damaged file: no board a camera could see
         raise KnockcamError(f"{name} does not place the board in {photo} ({why})",
                             fix or "run 'knockcam calibrate' again, or score without --calibration")
-    apart = _apart_from_printed_lines(image, cal, board, max_error_mm)
-    if apart is not None and math.isnan(apart):
+    lines = _printed_lines_check(image, cal, board, max_error_mm)
+    if not lines.placed:
         return replace(cal, unchecked=f"{photo} shows too little of the board's printed lines to check it")
-    if apart is not None:
-        raise KnockcamError(f"{name} does not fit {photo}: its printed lines put the board {apart:.0f} mm from where "
-                            f"the file does ({cause})", fix or "run 'knockcam calibrate' on a photo from where the "
-                                                               "camera is now, or score without --calibration")
+    if lines.apart_mm is not None:
+        raise KnockcamError(f"{name} does not fit {photo}: its printed lines put the board {lines.apart_mm:.0f} mm "
+                            f"from where the file does ({cause})", fix or "run 'knockcam calibrate' on a photo from "
+                                                                         "where the camera is now, or score without "
+                                                                         "--calibration")
     return cal
 
 
-def _apart_from_printed_lines(image: np.ndarray, cal: Calibration, board: Board, max_error_mm: float | None,
-                              snap_first: bool = True) -> float | None:
-    """How far (board mm, worst corner) the photo's printed lines put the board from where ``cal`` does, when
-    that is further than the error limit even allowing for their own estimated error; else None, or NaN when
-    nothing places the board (a blurred photo, a covered board). The lines are registered from ``cal``'s
-    corners (quick; ``snap_first``), else the board is found automatically."""
+@dataclass(frozen=True)
+class LinesCheck:
+    """What a photo's printed lines say of a calibration: whether they placed the board at all (not in a
+    blurred photo, nor a covered board), and if so how far (board mm, worst corner) from where the calibration
+    does, when that is further than the error limit even allowing for their own estimated error (None: it fits)."""
+
+    placed: bool
+    apart_mm: float | None = None
+
+
+def _printed_lines_check(image: np.ndarray, cal: Calibration, board: Board, max_error_mm: float | None,
+                         snap_first: bool = True) -> LinesCheck:
+    """``cal`` checked against the photo's printed lines, registered from ``cal``'s corners (quick;
+    ``snap_first``), else by finding the board automatically."""
     from knockcam.calibrate.auto import snap_to_grid
     from knockcam.calibrate.quality import corner_errors_mm, error_limit
 
@@ -119,10 +128,10 @@ def _apart_from_printed_lines(image: np.ndarray, cal: Calibration, board: Board,
         try:
             placed = calibrate_automatically(image, board, max_error_mm=limit)
         except KnockcamError:
-            return math.nan
+            return LinesCheck(placed=False)
         allowance = float(settings.load("calibrate")["file_check"]["auto_error_factor"])
     apart = float(corner_errors_mm(placed, cal, board).max())
-    return apart if apart - allowance * float(placed.error_mm or 0.0) > limit else None
+    return LinesCheck(placed=True, apart_mm=apart if apart - allowance * float(placed.error_mm or 0.0) > limit else None)
 
 
 def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
@@ -253,8 +262,8 @@ def _check_not_far_off(image: np.ndarray, board: Board, cal: Calibration, max_er
     typo or a corner clicked on the wrong thing was accepted with ``--max-error`` hundreds of mm off."""
     from knockcam.calibrate.corners import ORDER
 
-    apart = _apart_from_printed_lines(image, cal, board, max_error_mm, snap_first=False)
-    if apart is not None and not math.isnan(apart):
+    apart = _printed_lines_check(image, cal, board, max_error_mm, snap_first=False).apart_mm
+    if apart is not None:
         raise KnockcamError(f"these corners are {apart:.0f} mm from where the board's printed lines put it",
                             f"check that each is on the board's outer corner ({ORDER}), or give no corners (the "
                             "automatic calibration finds this board)")

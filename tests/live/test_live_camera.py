@@ -189,7 +189,8 @@ def test_camera_trouble_is_logged_and_told(demo, board, tmp_path):
     src = CaptureSource(lambda: cap, live=True, clock=clock, sleep=clock.sleep, max_wait_s=5.0)
     with pytest.raises(KnockcamError, match="resume later"):
         live.run(src, detector_factory=lambda cal, ref: (lambda frame: Still(())))
-    troubles = [e["trouble"] for e in read_log(log) if e["kind"] == "camera"]
+    troubles = [e["trouble"] for e in read_log(log) if e["kind"] == "camera"
+                and e["trouble"] != "calibration not checked"]  # the demo's small frames cannot check it
     assert troubles[:2] == [LOST, BACK]
     assert any("disconnected" in m for m in prompter.told)
 
