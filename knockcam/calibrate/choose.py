@@ -58,10 +58,11 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
     return calibrate_automatically(image, board, k, d, max_error_mm)
 
 
-def check_size(cal: Calibration, image: np.ndarray, name: str, photo: str, fix: str) -> None:
-    """KnockcamError unless the calibration ``name`` is for images of this one's size."""
-    w, h = int(image.shape[1]), int(image.shape[0])
-    if tuple(cal.image_size) != (w, h):
+def check_size(cal: Calibration, image: np.ndarray | tuple[int, int], name: str, photo: str, fix: str) -> None:
+    """KnockcamError unless the calibration ``name`` is for images of this one's size (an image, or its
+    width and height)."""
+    w, h = (int(v) for v in image) if isinstance(image, tuple) else (int(image.shape[1]), int(image.shape[0]))
+    if tuple(int(v) for v in cal.image_size) != (w, h):
         raise KnockcamError(f"{name} is for {cal.image_size[0]}x{cal.image_size[1]} images, {photo} is {w}x{h}: {fix}")
 
 

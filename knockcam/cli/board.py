@@ -106,6 +106,7 @@ def _print_table(board) -> None:
 def run_check(args) -> int:
     from knockcam.board import load_board
     from knockcam.calibrate.calibration import Calibration
+    from knockcam.calibrate.choose import check_size
     from knockcam.calibrate.corners import calibrate_corners, parse_corners
 
     board = load_board(getattr(args, "board", None))
@@ -114,9 +115,7 @@ def run_check(args) -> int:
     h, w = image.shape[:2]
     if args.calibration is not None:
         calibration = Calibration.load(args.calibration)
-        if tuple(calibration.image_size) != (w, h):
-            raise KnockcamError(f"{args.calibration} is for {calibration.image_size[0]}x{calibration.image_size[1]} "
-                                f"images, {photo} is {w}x{h}: give the photo from that camera, or --corners")
+        check_size(calibration, image, str(args.calibration), str(photo), "give the photo from that camera, or --corners")
         return _write_check(image, calibration, board, photo, args.out)
     # as given, not snapped to the printed lines: the outlines drawn show where this board file puts them
     calibration = calibrate_corners(parse_corners(args.corners), board, (w, h))

@@ -82,17 +82,17 @@ def _check_frame_size(size: tuple[int, int] | None, name: str, calibration, refe
     """A one-line KnockcamError when the given calibration or empty-board frame was made for frames of another
     size than the camera or video gives (``size``; not checked when it does not say): every token would be read
     at the wrong place, or the camera taken to have moved."""
+    from knockcam.calibrate.choose import check_size
     from knockcam.errors import KnockcamError
 
     if size is None:
         return
-    if calibration is not None and tuple(int(v) for v in calibration.image_size) != tuple(size):
-        w, h = calibration.image_size
-        raise KnockcamError(f"--calibration {args.calibration} is for {w}x{h} images but {name} gives "
-                            f"{size[0]}x{size[1]} frames: calibrate a frame of this camera at this size")
+    if calibration is not None:
+        check_size(calibration, tuple(size), f"--calibration {args.calibration}", f"a frame of {name}",
+                   "calibrate a frame of this camera at this size")
     if reference is not None and (reference.shape[1], reference.shape[0]) != tuple(size):
-        raise KnockcamError(f"--reference {args.reference} is {reference.shape[1]}x{reference.shape[0]} but {name} "
-                            f"gives {size[0]}x{size[1]} frames: take the empty-board frame with this camera")
+        raise KnockcamError(f"--reference {args.reference} is {reference.shape[1]}x{reference.shape[0]}, a frame of "
+                            f"{name} is {size[0]}x{size[1]}: take the empty-board frame with this camera")
 
 
 def _display(board, args: argparse.Namespace):

@@ -257,7 +257,7 @@ def test_resume_takes_a_calibration_made_again_and_refuses_another_empty_board_f
     halved.write_text(yaml.safe_dump(data))
     lines = log.read_text()
     assert main(["live", "--resume", str(log), "--calibration", str(halved), "--quiet", "--no-model"]) == 2
-    assert "frames: calibrate a frame of this camera at this size" in capsys.readouterr().err
+    assert "is 480x270: calibrate a frame of this camera at this size" in capsys.readouterr().err
     assert log.read_text() == lines  # refused, nothing logged
     assert main(["live", "--resume", str(log), "--calibration", str(demo_files["calibration"]),
                  "--answers", str(demo_files["answers"]), "--quiet", "--no-model", "--max-frames", "1"]) in (0, 3)
@@ -303,7 +303,7 @@ def test_a_calibration_or_empty_board_frame_for_another_frame_size_is_refused_be
         assert main(["live", "--video", str(demo_files["video"]), "--sides", "red,blue", "--log", str(log),
                      *given]) == 2
         err = capsys.readouterr().err
-        assert said in err and f"gives {empty.shape[1]}x{empty.shape[0]} frames" in err
+        assert said in err and f"a frame of video {demo_files['video']} is {empty.shape[1]}x{empty.shape[0]}: " in err
         assert not log.exists() and not Path(str(log) + ".d").exists()
 
 
