@@ -228,11 +228,13 @@ def _mirrored_near(image: np.ndarray, refused: Calibration, board: Board, max_er
 
 def _larger(image: np.ndarray) -> list[str]:
     """Taking the photo larger, when it is smaller than the automatic method is tuned for (``tuned_px`` across):
-    the board is found less often there (calibrate.yaml photo.max_px says how much less)."""
+    the board is found less often there (calibrate.yaml photo.max_px says how much less). A phone photo cropped
+    around the board is often that small: the photo as taken is the one to give."""
     from knockcam.calibrate.calibration import smaller_than_tuned, tuned_px
 
     w, h = int(image.shape[1]), int(image.shape[0])
-    return [f"take it at {tuned_px()} px across or more (this one is {w}x{h})"] if smaller_than_tuned((w, h)) else []
+    return [f"take it at {tuned_px()} px across or more, not cropped (this one is {w}x{h})"] \
+        if smaller_than_tuned((w, h)) else []
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",

@@ -364,7 +364,7 @@ def test_a_refused_photo_smaller_than_the_method_is_tuned_for_is_told_to_be_take
     monkeypatch.setattr(auto, "blurred_lines_px", lambda *a, **k: None)
     with pytest.raises(KnockcamError) as err:
         calibrate(_table(h, w), board)
-    larger = f"take it at 1280 px across or more (this one is {w}x{h}), "
+    larger = f"take it at 1280 px across or more, not cropped (this one is {w}x{h}), "
     assert (f"(auto): {larger}give --corners, or lay" in str(err.value)) is told
     assert str(err.value).endswith("give --corners or lay the marker sheet") is not told
 
