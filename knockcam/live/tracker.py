@@ -427,12 +427,14 @@ class Tracker:
                 if side == self.expected():
                     self._slide_in(side, s, obs)
                     continue
+                first = not any(self.slid.values())  # the round's first slide
                 token = self._new_token(side, s, ["out_of_turn"])
                 self.slid[side] += 1
                 self._advance(side)
                 self.emit("slide", round=self.round, token=token.id, side=side, space=token.space,
                           out_of_turn=True, frame=obs.frame)
-                self.tell(f"{side} slid out of turn (or an earlier slide was not seen): counted as {side}'s")
+                self.tell(f"{side} slid out of turn (or an earlier slide was not seen): counted as {side}'s"
+                          + (self._order_doubt(side) if first else ""))
             else:
                 self.emit("extra_token", round=self.round, colour=s.side, xy_mm=list(s.xy_mm), frame=obs.frame)
                 self.tell(f"an extra {s.side} token is on the board (not counted): remove it or fix it at the review")
@@ -445,6 +447,13 @@ class Tracker:
         for token in jailed:
             front += self._jail(token)
         self.queue[:0] = front
+
+    def _order_doubt(self, side: str) -> str:
+        """Said when a round's first slide is another side's: perhaps the turn order given is not the one played,
+        and it decides who is paid on a shared space (E3a)."""
+        return (f"; {side} slid first, but round {self.round} starts with {self.order[0]} (this round's order: "
+                f"{', '.join(self.order)}: --order gives round 1's, turned each round, R6). If that is not the order "
+                "played, start a new game with the right --order: it decides who is paid on a shared space (E3a)")
 
     def _can_slide(self, side: str) -> bool:
         """A side of this game that still has a token to slide in the sliding phase (S1)."""

@@ -257,10 +257,15 @@ def test_another_sides_colour_means_the_turns_slide_was_not_seen(board, went_off
     assert [k for k, _ in run.prompter.asked] == ["r1:off:red:1"]
     yellow = run.tracker.tokens[-1]
     assert yellow.side == "yellow" and run.tracker.expected() == "blue"
+    doubts = [m for m in run.prompter.told if "slid first, but round 1 starts with red" in m]
     if went_off:  # red's slide flew off the board: yellow's slide is in turn
-        assert run.tracker.slid == {"red": 1, "yellow": 1, "blue": 0} and not yellow.flags
+        assert run.tracker.slid == {"red": 1, "yellow": 1, "blue": 0} and not yellow.flags and not doubts
     else:  # red's token is somewhere the camera did not see yet: it counts when it shows up
         assert run.tracker.slid == {"red": 0, "yellow": 1, "blue": 0} and "out_of_turn" in yellow.flags
+        # the round's first slide is another side's: perhaps the order given is not the one played (E3a)
+        assert len(doubts) == 1 and "(this round's order: red, yellow, blue" in doubts[0]
+        assert doubts[0].endswith("start a new game with the right --order: it decides who is paid on a shared "
+                                  "space (E3a)")
         run.put("b", "blue", "vermont_avenue")
         run.now["r"] = ("red", spot(board, "baltic_avenue"))
         run.see()
@@ -452,3 +457,12 @@ def test_an_observation_keeps_what_covered_the_board_through_the_log():
     back = Observation.from_dict(obs.to_dict())
     assert back.covered[0].outline_mm[0] == (70.0, 170.0) and back.covered[0].area_mm2 == 3600.0
     assert Observation.from_dict({"seen": []}).covered == ()  # a log written before areas were kept
+
+
+def test_only_a_rounds_first_slide_out_of_turn_doubts_the_order(board):
+    """Later in a round an out-of-turn slide is most often one the camera missed: it is told, the order is not."""
+    run = Run(board, order=("red", "yellow", "blue"), tokens=2, answers={"r1:off:yellow:1": "no"})
+    run.put("r", "red", "baltic_avenue")
+    run.put("b", "blue", "oriental_avenue")  # yellow's turn
+    told = [m for m in run.prompter.told if m.startswith("blue slid out of turn")]
+    assert len(told) == 1 and "slid first" not in told[0]
