@@ -344,8 +344,9 @@ class LiveGame:
         if self.calibration is None and loop.search is not None:
             raise KnockcamError(loop.search.gave_up(f"{loop.search.tries} tries before the frames ended"))
         if loop.resumed and loop.paused_for_camera:  # not one frame showed the board where the game left it
-            raise self._not_this_camera(loop.source, "none of its still frames showed the board where the game left "
-                                                     "it, and the board was not found in them")
+            looked = "the board was not found in them" if loop.searched else "none was light enough to look for it in"
+            raise self._not_this_camera(loop.source, f"none of its still frames showed the board where the game left "
+                                                     f"it, and {looked}")
         return stats
 
     def _camera_trouble(self, trouble: Trouble, loop: "_Loop") -> None:

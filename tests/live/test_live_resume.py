@@ -138,7 +138,8 @@ def _no_board(seed):
     ("seed 11", "mm from where the game was calibrated"),  # features put its board 1170 mm away: a "camera move"
     ("seed 1", "mm from where the game was calibrated"),  # features match nothing; its printed lines place it
     ("larger", "its frames are 640x360, the game was calibrated on 480x270 ones"),
-    ("no board", "none of its still frames showed the board where the game left it"),  # used to wait to its end
+    # used to wait to its end
+    ("no board", "none of its still frames showed the board where the game left it, and the board was not found"),
 ])
 def test_resume_with_another_games_video_is_refused_not_taken_for_a_camera_move(demo, board, tmp_path, other, said):
     log = tmp_path / "game.jsonl"
