@@ -132,7 +132,8 @@ def _printed_lines_check(image: np.ndarray, cal: Calibration, board: Board, max_
             return LinesCheck(placed=False)
         allowance = float(settings.load("calibrate")["file_check"]["auto_error_factor"])
     apart = float(corner_errors_mm(placed, cal, board).max())
-    return LinesCheck(placed=True, apart_mm=apart if apart - allowance * float(placed.error_mm or 0.0) > limit else None)
+    beyond = apart - allowance * float(placed.error_mm or 0.0) > limit
+    return LinesCheck(placed=True, apart_mm=apart if beyond else None)
 
 
 def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,

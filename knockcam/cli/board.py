@@ -115,7 +115,8 @@ def run_check(args) -> int:
     h, w = image.shape[:2]
     if args.calibration is not None:
         calibration = Calibration.load(args.calibration)
-        check_size(calibration, image, str(args.calibration), str(photo), "give the photo from that camera, or --corners")
+        check_size(calibration, image, str(args.calibration), str(photo),
+                   "give the photo from that camera, or --corners")
         return _write_check(image, calibration, board, photo, args.out)
     # as given, not snapped to the printed lines: the outlines drawn show where this board file puts them
     calibration = calibrate_corners(parse_corners(args.corners), board, (w, h))
