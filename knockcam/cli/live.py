@@ -276,7 +276,9 @@ def _run(args: argparse.Namespace) -> int:
             source.close()
             display.close()
         if live.tracker.phase != "over":
-            print(f"the frames ended in round {live.tracker.round} ({live.tracker.phase}): continue with "
+            paused = " with the game paused (the camera moved and the board was not found again: put the camera " \
+                     "back where it was, or give --calibration from where it is now)" if stats.paused_for_camera else ""
+            print(f"the frames ended in round {live.tracker.round} ({live.tracker.phase}){paused}: continue with "
                   f"'knockcam live --resume {log_path}'", file=sys.stderr)
         if not args.quiet:
             print(f"{stats.frames} frames, {stats.observations} still-board detections, {stats.fps:.1f} frames/s",

@@ -49,6 +49,7 @@ class RunStats:
     latencies_cpu: list[float] = field(default_factory=list)  # the same in this process's CPU seconds
     detect_s: list[float] = field(default_factory=list)
     troubles: list[str] = field(default_factory=list)
+    paused_for_camera: bool = False  # the frames ended with the game paused: camera moved, board not found again
 
     @property
     def fps(self) -> float:
@@ -341,6 +342,7 @@ class LiveGame:
             if self.tracker.phase == "over":
                 break
         stats.wall_s = clock() - start
+        stats.paused_for_camera = loop.paused_for_camera
         if self.calibration is None and loop.search is not None:
             raise KnockcamError(loop.search.gave_up(f"{loop.search.tries} tries before the frames ended"))
         if loop.resumed and loop.paused_for_camera:  # not one frame showed the board where the game left it

@@ -202,3 +202,21 @@ def test_ctrl_c_says_how_to_go_on(demo_files, tmp_path, capsys, monkeypatch):
                  "--order", "red,blue", "--tokens", "2", "--log", str(log), "--quiet", "--no-model"]) == 130
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err == f"knockcam: stopped in round 1; nothing is lost: continue with 'knockcam live --resume {log}'"
+
+
+def test_frames_that_end_with_the_camera_moved_beyond_finding_say_so(demo, demo_files, tmp_path, capsys):
+    """The camera knocked away mid-game, and the video ends before the board is seen again: the game is not
+    over, and the line that says to resume says why it stopped and what to do first."""
+    video = tmp_path / "knocked.avi"
+    writer = cv2.VideoWriter(str(video), cv2.VideoWriter_fourcc(*"MJPG"), demo.fps, (480, 270))
+    for frame in list(demo.frames[:demo.marks[4]]) + _no_board(3) * 2:
+        writer.write(frame)
+    writer.release()
+    log = tmp_path / "game.jsonl"
+    assert main(["live", "--video", str(video), "--calibration", str(demo_files["calibration"]), "--order", "red,blue",
+                 "--tokens", "2", "--log", str(log), "--answers", str(demo_files["answers"]), "--quiet",
+                 "--no-model"]) == 3
+    err = capsys.readouterr().err
+    assert "with the game paused (the camera moved and the board was not found again: put the camera back" in err
+    assert f"continue with 'knockcam live --resume {log}'" in err
+    assert [e["trouble"] for e in read_log(log) if e["kind"] == "camera"][-1] == "moved"
