@@ -61,23 +61,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
-def _sides(text: str | None, what: str) -> list[str] | None:
-    from knockcam.errors import KnockcamError
-    from knockcam.sides import SIDES
-
-    if text is None:
-        return None
-    sides = [s.strip().lower() for s in text.split(",") if s.strip()]
-    for s in sides:
-        if s not in SIDES:
-            raise KnockcamError(f"--{what}: unknown side {s!r} (one of {', '.join(SIDES)})")
-    if len(set(sides)) != len(sides):
-        raise KnockcamError(f"--{what}: a side is listed twice")
-    if not 2 <= len(sides) <= 4:
-        raise KnockcamError(f"--{what}: a game has 2 to 4 sides, not {len(sides)} (R1)")
-    return sides
-
-
 def _check_frame_size(size: tuple[int, int] | None, name: str, calibration, reference, args) -> None:
     """A one-line KnockcamError when the given calibration or empty-board frame was made for frames of another
     size than the camera or video gives (``size``; not checked when it does not say): every token would be read
@@ -158,6 +141,7 @@ def _run(args: argparse.Namespace) -> int:
     from knockcam.live.log import RESUME_LATER, check_new, read_game_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, check_answer_sides, load_answers
     from knockcam.live.session import LiveGame, new_log
+    from knockcam.sides import parse_sides
 
     if args.bench:
         from knockcam.live.bench import run_bench
@@ -184,8 +168,8 @@ def _run(args: argparse.Namespace) -> int:
                                 "change it (a new --calibration can)")
         calibration = Calibration.load(args.calibration) if args.calibration else None  # the camera calibrated again
     else:
-        sides = _sides(args.sides, "sides")
-        order = _sides(args.order, "order")
+        sides = parse_sides(args.sides, "sides")
+        order = parse_sides(args.order, "order")
         if order is None and sides is None:
             raise KnockcamError("give --sides (e.g. --sides red,blue) or --order for a new game, or --resume LOG")
         if order is None:

@@ -1,4 +1,5 @@
-"""``knockcam synth OUT_DIR``: synthetic photos (or videos, or a YOLO dataset) with exact ground truth."""
+"""``knockcam synth OUT_DIR``: synthetic photos (or videos, a whole game, or a YOLO dataset) with exact ground
+truth."""
 
 from __future__ import annotations
 
@@ -18,6 +19,10 @@ def register(subparsers) -> None:
     p.add_argument("--seed", type=int, default=0, help="run seed: the same seed gives the same scenes")
     mode = p.add_mutually_exclusive_group()
     mode.add_argument("--video", action="store_true", help="write 30 fps videos with per-frame truth and events")
+    mode.add_argument("--game", action="store_true",
+                      help="write one whole random game to play with 'knockcam live --video': game.avi (tokens drawn "
+                           "simply, 640x360), its calibration, an answers file and the standings the rules give it "
+                           "(truth.json); --seed picks the game")
     mode.add_argument("--yolo", action="store_true",
                       help="write an ultralytics dataset in the detector's canonical view (images/, labels/, data.yaml)")
     mode.add_argument("--fixtures", action="store_true",
@@ -30,6 +35,8 @@ def register(subparsers) -> None:
     p.add_argument("--preset", metavar="NAME",
                    help="render with a named change to the ranges (knockcam/data/synth.yaml presets: crowded, "
                         "camouflage)")
+    p.add_argument("--order", help="with --game: the sides in round 1's turn order (default red,yellow,green,blue)")
+    p.add_argument("--tokens", metavar="N", type=int, help="with --game: tokens per side (default 4)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.set_defaults(run=run)
 
@@ -48,6 +55,8 @@ def run(args: argparse.Namespace) -> int:
         raise KnockcamError(f"--seed must be 0 or more, not {args.seed}")
     if args.workers < 1:
         raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
+    if (args.order is not None or args.tokens is not None) and not args.game:
+        raise KnockcamError("--order and --tokens are for --game (a whole game): add --game, or leave them out")
     if args.preset and (args.bench or args.fixtures):
         raise KnockcamError("--preset changes what --yolo, --video or plain stills render; the fixtures and --bench "
                             "use the renderer's own ranges")
@@ -56,6 +65,8 @@ def run(args: argparse.Namespace) -> int:
         return _bench(args, board)
     if args.out_dir is None:
         raise KnockcamError("give an OUT_DIR to write the scenes into (or --bench to measure the renderer)")
+    if args.game:
+        return _game(args, board)
     if args.fixtures:
         import time
         from pathlib import Path
@@ -111,4 +122,44 @@ def _bench(args: argparse.Namespace, board) -> int:
         for r in rows:
             Console().print(f"{r['mode']}: {r['images']} images in {r['seconds']} s ({r['images_per_second']}/s)")
         Console().print(f"wrote {args.bench}")
+    return 0
+
+
+def _game(args: argparse.Namespace, board) -> int:
+    """``--game``: one random whole game (knockcam.live.compose.random_game: every slide to a free spot, some
+    knocking another token, jail, Chance) written for ``knockcam live --video``, with the standings the rules
+    give its script when every question takes its default (the answers file written beside it)."""
+    import shlex
+    from pathlib import Path
+
+    from knockcam.errors import KnockcamError
+    from knockcam.files import write_atomic
+    from knockcam.live.compose import random_game
+    from knockcam.sides import SIDES, TOKENS_PER_SIDE, parse_sides
+
+    order = tuple(parse_sides(args.order or ",".join(SIDES), "order"))
+    tokens = TOKENS_PER_SIDE if args.tokens is None else args.tokens
+    if not 1 <= tokens <= TOKENS_PER_SIDE:
+        raise KnockcamError(f"--tokens must be 1 to {TOKENS_PER_SIDE} (RULES.md R2), not {tokens}")
+    out = Path(args.out_dir)
+    composed, engine = random_game(board, args.seed, order, tokens)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        video = composed.write(out / "game.avi")
+        composed.calibration.save(out / "calibration.yaml", board.size_mm)
+        write_atomic(out / "answers.yaml", "{}  # every question takes its default answer\n")
+        truth = {"seed": args.seed, "order": list(order), "tokens": tokens, "frames": len(composed.frames),
+                 "rounds": [dict(r.delta) for r in engine.history],
+                 "standings": [s.to_dict() for s in engine.standings()]}
+        write_atomic(out / "truth.json", json.dumps(truth, indent=2) + "\n")
+    except (OSError, RuntimeError) as exc:  # RuntimeError: no video writer opens there
+        raise KnockcamError(f"cannot write to {out}: {getattr(exc, 'strerror', None) or exc} (choose a writable "
+                            "OUT_DIR)") from None
+    play = shlex.join(["knockcam", "live", "--video", str(video), "--calibration", str(out / "calibration.yaml"),
+                       "--order", ",".join(order), "--tokens", str(tokens), "--answers", str(out / "answers.yaml")])
+    if args.json:
+        print(json.dumps({"mode": "game", "out_dir": str(out), "frames": len(composed.frames), "play": play}))
+    else:
+        print(f"wrote a {len(order)}-side game of {len(composed.frames)} frames to {out}; play it with\n  {play}\n"
+              f"and compare the standings with {out / 'truth.json'}")
     return 0
