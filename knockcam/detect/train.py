@@ -150,7 +150,8 @@ class TrainResult:
 def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None = None,
           out: Path = Path("models"), runs: Path = Path("runs"), name: str = "tokens",
           resume: bool = False, batch: int | None = None, workers: int | None = None,
-          hours: float | None = None, board: Board | None = None, init: Path | None = None) -> TrainResult:
+          hours: float | None = None, board: Board | None = None, init: Path | None = None,
+          device: str = "cpu") -> TrainResult:
     """Train the token model on a canonical YOLO dataset (or resume), then export ONNX to ``out``.
 
     From scratch by default; ``init`` (a .pt checkpoint such as models/last.pt) starts from its
@@ -158,6 +159,7 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
 
     ``hours`` fits the run to a wall-clock budget instead of ``epochs``: ultralytics times the first
     epoch, then sets the epoch count (and the learning-rate schedule) to end on time.
+    ``device`` is "cpu" or CUDA GPU numbers ("0"): the same recipe either way, full precision (no AMP).
     """
     if init is not None and not Path(init).is_file():
         raise KnockcamError(f"--weights {init}: no such file (models/last.pt is the shipped checkpoint)")
@@ -187,7 +189,7 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
             data=str(data_yaml), epochs=int(epochs or recipe["epochs"]), imgsz=imgsz, batch=batch,
             nbs=int(recipe.get("nbs", batch)), optimizer=str(recipe.get("optimizer", "auto")),
             **({"lr0": float(recipe["lr0"])} if "lr0" in recipe else {}), workers=int(recipe["workers"] if workers is None else workers),
-            device="cpu", rect=True, cache=True, amp=False, plots=False, patience=1000,
+            device=device, rect=True, cache=True, amp=False, plots=False, patience=1000,
             project=str(run_dir.parent), name=name, exist_ok=True, seed=int(recipe["seed"]),
             close_mosaic=0, pretrained=init is not None, verbose=True,
             **({"warmup_epochs": float(recipe.get("finetune_warmup_epochs", 0.5))} if init is not None else {}),

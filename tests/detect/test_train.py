@@ -110,3 +110,5 @@ def test_train_command_explains_bad_arguments(tmp_path, capsys):
     assert "give one of them" in capsys.readouterr().err
     assert main(["train", str(tmp_path), "--weights", str(tmp_path / "init.pt")]) == 2
     assert "no such file" in capsys.readouterr().err
+    assert main(["train", str(tmp_path), "--device", "cuda:0"]) == 2
+    assert "--device must be cpu or GPU numbers" in capsys.readouterr().err
