@@ -91,7 +91,9 @@ class _Loop:
     jpeg_quality: int  # of the evidence frames (live.yaml evidence.jpeg_quality)
     factory: Callable[..., Detector]  # (calibration, reference) -> a detector
     frame_checked: bool  # the empty-board frame was looked at for tokens
-    calibration_checked: bool  # the given calibration was checked against a still frame
+    calibration_checked: bool  # the given calibration was checked against a still frame (or no longer tried)
+    calibration_tries: int = 0  # still frames that could not check it (live.yaml camera.recheck_s, recheck_tries)
+    next_check_t: float = 0.0  # ... the next one is tried from this frame time
     stats: RunStats = field(default_factory=RunStats)
     gate: MotionGate | None = None  # made once the board is placed
     detector: Detector | None = None  # made for the current calibration and empty board
@@ -412,9 +414,8 @@ class LiveGame:
                 loop.gate.detected()
                 return False
             loop.frame_checked = True
-        if not loop.calibration_checked:  # on a frame that can be read
-            self._check_given_calibration(frame.image)
-            loop.calibration_checked = True
+        if not loop.calibration_checked and frame.t >= loop.next_check_t:  # on a frame that can be read
+            self._check_given_calibration(frame, loop)
         if self.reference is None:
             self.reference = frame.image.copy()
             log_reference(self.log, self.reference, "first still frame: the empty board")
@@ -599,26 +600,39 @@ class LiveGame:
             log_reference(self.log, self.reference, "carried at --resume, refined on the first still frame")
         self._refine_carried = False
 
-    def _check_given_calibration(self, image: np.ndarray) -> None:
-        """KnockcamError when the given calibration does not fit the camera's first readable still frame: made
-        before the camera moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose).
-        A frame that cannot check it (too blurred, too small, the board covered) is said so, once: the
-        calibration is then used as given."""
+    def _check_given_calibration(self, frame: Frame, loop: "_Loop") -> None:
+        """KnockcamError when the given calibration does not fit the camera's still frame: made before the camera
+        moved, it would put every token elsewhere for the whole game (knockcam.calibrate.choose). A frame that
+        cannot check it (too blurred, too dark, the board covered: a webcam's first frames often are) is said so
+        once, the calibration is used as given, and later still frames try again (live.yaml camera.recheck_s,
+        recheck_tries); one that checks it after that says so."""
         from knockcam.calibrate.choose import check_file_fits
 
         again = f"'knockcam live --resume {self.log_path} --calibration NEW.yaml'"
+        photo = "the first still frame" if loop.calibration_tries == 0 else f"still frame {frame.index}"
         try:
-            checked = check_file_fits(image, self.calibration, self.board, "the given calibration", self.max_error_mm,
-                                      photo="the first still frame")
+            checked = check_file_fits(frame.image, self.calibration, self.board, "the given calibration",
+                                      self.max_error_mm, photo=photo)
         except KnockcamError as exc:
-            self.log.append("camera", trouble="calibration does not fit", message=exc.reason)
+            self.log.append("camera", trouble="calibration does not fit", message=exc.reason, frame=frame.index)
             raise KnockcamError(exc.reason, f"make one from where the camera is now (knockcam calibrate) and go on "
                                             f"with {again}") from None
-        if checked.unchecked:
-            self.log.append("camera", trouble="calibration not checked", message=checked.unchecked)
-            self.tell(f"calibration used as given, not checked: {checked.unchecked}; if the camera moved since it "
-                      f"was made, every token is read elsewhere: make one from where the camera is now (knockcam "
-                      f"calibrate) and go on with {again}")
+        camera = loop.cfg["camera"]
+        if not checked.unchecked:
+            loop.calibration_checked = True
+            if loop.calibration_tries:
+                message = f"{photo} fits it (after {loop.calibration_tries} still frame(s) that could not check it)"
+                self.log.append("camera", trouble="calibration checked", message=message, frame=frame.index)
+                self.tell(f"calibration checked: {message}")
+            return
+        loop.calibration_tries += 1
+        loop.next_check_t = frame.t + float(camera["recheck_s"])
+        loop.calibration_checked = loop.calibration_tries > int(camera["recheck_tries"])
+        if loop.calibration_tries == 1:
+            self.log.append("camera", trouble="calibration not checked", message=checked.unchecked, frame=frame.index)
+            self.tell(f"calibration used as given, not checked: {checked.unchecked} (tried again on later still "
+                      f"frames); if the camera moved since it was made, every token is read elsewhere: make one "
+                      f"from where the camera is now (knockcam calibrate) and go on with {again}")
 
     def _look_for_board(self, frame: Frame, search: BoardSearch) -> bool:
         """No calibration given: find the board automatically in this frame, if it is time for another try.

@@ -443,11 +443,68 @@ def test_a_calibration_given_at_resume_that_does_not_fit_the_camera_stops_the_ga
 
 def test_a_given_calibration_the_first_still_frame_cannot_check_is_said_to_be_used_as_given(demo, tmp_path):
     """The demo's 480x270 frames show the printed lines too small to check a calibration against: the game
-    goes on with the one given, and says once, in the log and to the players, that it was not checked."""
+    goes on with the one given, and says once, in the log and to the players, that it was not checked; later
+    still frames (every camera.recheck_s of frames) cannot check it either, and say nothing more."""
     log, live = _given_game(tmp_path, demo.calibration)
-    live.run(list_source([demo.empty] * 60, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
+    live.run(list_source([demo.empty] * 700, 30.0), detector_factory=lambda cal, ref: (lambda frame: Still(())))
     trouble = [e for e in read_log(log) if e["kind"] == "camera"]
     assert [e["trouble"] for e in trouble] == ["calibration not checked"]
     assert "the first still frame shows too little of the board's printed lines" in trouble[0]["message"]
     told = [m for m in live.live_prompter.told if m.startswith("calibration used as given, not checked")]
     assert len(told) == 1 and f"--resume {log} --calibration NEW.yaml" in told[0]
+    assert "tried again on later still frames" in told[0]
+
+
+def _calibration_loop(checked: bool = False):
+    from knockcam import settings
+    from knockcam.live.session import _Loop
+
+    return _Loop(cfg=settings.load("live"), jpeg_quality=85, factory=None, frame_checked=True,
+                 calibration_checked=checked)
+
+
+def test_a_given_calibration_a_blurred_first_frame_cannot_check_is_checked_on_a_sharp_one_later(empty_720p, tmp_path):
+    """A webcam still focusing: its first still frame is too blurred to check the calibration, which is used
+    as given and tried again camera.recheck_s later; a sharp frame then checks it, and says so."""
+    empty, truth = empty_720p
+    log, live = _given_game(tmp_path, truth)
+    blurred = cv2.GaussianBlur(empty, (0, 0), 8)
+    loop = _calibration_loop()
+    live._check_given_calibration(Frame(10, 0.3, blurred), loop)
+    assert not loop.calibration_checked and loop.calibration_tries == 1 and loop.next_check_t == pytest.approx(10.3)
+    live._check_given_calibration(Frame(400, 13.3, empty), loop)
+    assert loop.calibration_checked
+    trouble = [(e["trouble"], e["frame"]) for e in read_log(log) if e["kind"] == "camera"]
+    assert trouble == [("calibration not checked", 10), ("calibration checked", 400)]
+    assert live.live_prompter.told[-1] == ("calibration checked: still frame 400 fits it (after 1 still frame(s) "
+                                           "that could not check it)")
+
+
+def test_a_given_calibration_no_still_frame_can_check_is_tried_a_few_times_then_left_as_given(empty_720p, tmp_path):
+    """camera.recheck_tries more tries after the first, told once; then no more (each try may look for the board)."""
+    from knockcam import settings
+
+    empty, truth = empty_720p
+    log, live = _given_game(tmp_path, truth)
+    blurred = cv2.GaussianBlur(empty, (0, 0), 8)
+    loop = _calibration_loop()
+    tries = int(settings.load("live")["camera"]["recheck_tries"])
+    for n in range(tries + 1):
+        assert not loop.calibration_checked
+        live._check_given_calibration(Frame(n, 10.0 * n, blurred), loop)
+    assert loop.calibration_checked and loop.calibration_tries == tries + 1
+    assert [e["trouble"] for e in read_log(log) if e["kind"] == "camera"] == ["calibration not checked"]
+
+
+def test_a_given_calibration_a_later_still_frame_finds_off_stops_the_game(empty_720p, tmp_path):
+    """Not checked on a blurred first frame, then a sharp frame shows the board 12 px from where the file says:
+    the game stops as it would have on the first frame, saying what to do (its log kept for --resume)."""
+    empty, truth = empty_720p
+    off = truth.with_error(0.5, "test").moved(np.array([[1.0, 0, 12], [0, 1, 0], [0, 0, 1]]))
+    log, live = _given_game(tmp_path, off)
+    loop = _calibration_loop()
+    live._check_given_calibration(Frame(3, 0.1, cv2.GaussianBlur(empty, (0, 0), 8)), loop)
+    with pytest.raises(KnockcamError, match="the given calibration does not fit still frame 350"):
+        live._check_given_calibration(Frame(350, 11.7, empty), loop)
+    assert [e["trouble"] for e in read_log(log) if e["kind"] == "camera"] == ["calibration not checked",
+                                                                               "calibration does not fit"]
