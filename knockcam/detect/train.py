@@ -164,6 +164,7 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
     if init is not None and not Path(init).is_file():
         raise KnockcamError(f"--weights {init}: no such file (models/last.pt is the shipped checkpoint)")
     YOLO = _ultralytics()
+    _check_device(device)
     recipe = settings.load("detect")["train"]
     view = canonical_view(board or load_board())
     input_hw = input_hw_for(view)
@@ -203,6 +204,18 @@ def train(dataset: Path | None, *, epochs: int | None = None, imgsz: int | None 
         raise KnockcamError(f"training wrote no weights under {run_dir / 'weights'}")
     onnx = export_onnx(weights, Path(out), input_hw)
     return TrainResult(run_dir=run_dir, weights=weights, onnx=onnx, seconds=time.monotonic() - started)
+
+
+def _check_device(device: str) -> None:
+    """A GPU asked for (``--device 0``) must be one torch sees here, before any data is prepared."""
+    if device == "cpu":
+        return
+    import torch  # training only: ultralytics brings it
+
+    count = torch.cuda.device_count()
+    if max(int(d) for d in device.split(",")) >= count:
+        here = "no CUDA GPU" if count == 0 else f"{count} CUDA GPU(s), numbered from 0"
+        raise KnockcamError(f"--device {device}: torch sees {here} on this machine; train with --device cpu")
 
 
 def export_onnx(weights: Path, out_dir: Path, input_hw: tuple[int, int]) -> Path:

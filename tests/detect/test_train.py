@@ -112,3 +112,18 @@ def test_train_command_explains_bad_arguments(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main(["train", str(tmp_path), "--device", "cuda:0"]) == 2
     assert "--device must be cpu or GPU numbers" in capsys.readouterr().err
+
+
+def test_a_gpu_torch_does_not_see_is_refused_before_training(tmp_path, monkeypatch):
+    """--device 0 on a machine with no CUDA GPU: one line saying so, not ultralytics' traceback mid-run."""
+    import sys
+    import types
+
+    torch = types.SimpleNamespace(cuda=types.SimpleNamespace(device_count=lambda: 1))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    monkeypatch.setattr(training, "_ultralytics", lambda: None)
+    with pytest.raises(KnockcamError, match="--device 1: torch sees 1 CUDA GPU"):
+        training.train(tmp_path, device="1")
+    torch.cuda.device_count = lambda: 0
+    with pytest.raises(KnockcamError, match="--device 0: torch sees no CUDA GPU on this machine; train with --device cpu"):
+        training.train(tmp_path, device="0")
