@@ -125,5 +125,6 @@ def test_a_gpu_torch_does_not_see_is_refused_before_training(tmp_path, monkeypat
     with pytest.raises(KnockcamError, match="--device 1: torch sees 1 CUDA GPU"):
         training.train(tmp_path, device="1")
     torch.cuda.device_count = lambda: 0
-    with pytest.raises(KnockcamError, match="--device 0: torch sees no CUDA GPU on this machine; train with --device cpu"):
+    with pytest.raises(KnockcamError, match="--device 0: torch sees no CUDA GPU on this machine; train with "
+                                            "--device cpu"):
         training.train(tmp_path, device="0")
