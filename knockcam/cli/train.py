@@ -106,8 +106,12 @@ def run(args) -> int:
         raise KnockcamError(f"--device must be cpu or GPU numbers such as 0 or 0,1, not {args.device!r}")
     if args.imgsz is not None and (args.imgsz < 32 or args.imgsz % 32):
         raise KnockcamError(f"--imgsz must be a positive multiple of 32, not {args.imgsz}")
-    if (args.fallen + args.fallen_pair + args.verify + args.verify_alone + args.refine + args.refine_alone
-            + args.fallen_base + args.fallen_base_pair + args.cover > 1):
+    networks = (args.fallen + args.fallen_pair + args.verify + args.verify_alone + args.refine + args.refine_alone
+                + args.fallen_base + args.fallen_base_pair + args.cover)
+    if args.device != "cpu" and (networks or args.evaluate is not None or args.export is not None):
+        raise KnockcamError(f"--device {args.device} trains the token model only: the other networks train, and "
+                            "--evaluate and --export run, on the CPU (leave --device out)")
+    if networks > 1:
         raise KnockcamError("--fallen, --fallen-pair, --verify, --verify-alone, --refine, --refine-alone, --fallen-base, "
                             "--fallen-base-pair and --cover train different networks: give one of them")
     if args.member is not None and not args.refine:

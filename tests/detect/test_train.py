@@ -112,6 +112,9 @@ def test_train_command_explains_bad_arguments(tmp_path, capsys):
     assert "no such file" in capsys.readouterr().err
     assert main(["train", str(tmp_path), "--device", "cuda:0"]) == 2
     assert "--device must be cpu or GPU numbers" in capsys.readouterr().err
+    for other in (["--fallen"], ["--cover"], ["--evaluate", str(tmp_path / "m.onnx")]):
+        assert main(["train", str(tmp_path), "--device", "0", *other]) == 2
+        assert "--device 0 trains the token model only" in capsys.readouterr().err
 
 
 def test_a_gpu_torch_does_not_see_is_refused_before_training(tmp_path, monkeypatch):
