@@ -75,6 +75,13 @@ def resaved(image: np.ndarray, quality: int = RESAVE_QUALITY) -> np.ndarray:
     return cv2.imdecode(cv2.imencode(".jpg", image, [cv2.IMWRITE_JPEG_QUALITY, quality])[1], cv2.IMREAD_COLOR)
 
 
+THICKNESS_MM = (1.5, 6.0)  # the thick-board markers row: the board's thickness, drawn per scene in this range
+
+
+def _thickness_mm(seed: int) -> float:
+    return float(np.random.default_rng(seed).uniform(*THICKNESS_MM))
+
+
 CUT_SIDES = ("top", "left", "bottom", "right")  # the cut rows: which side of the photo, by scene number ...
 CUT_PX = (20, 60)  # ... and how far past it the board's outermost corner there lies, alternating every four scenes
 
@@ -184,6 +191,9 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
                lambda: calibrate_reference(s.image, ref.image, ref.truth, board))
         m = make_scene(board, 700 + i, markers=True)
         record("markers (own scenes)", m.truth, lambda: calibrate_markers(m.image, board))
+        thick = make_scene(board, 1100 + i, markers=True, thickness_mm=_thickness_mm(1100 + i))
+        record(f"markers (own scenes, the cards on the table: the board's face {THICKNESS_MM[0]}-{THICKNESS_MM[1]} mm "
+               f"above them)", thick.truth, lambda: calibrate_markers(thick.image, board))
     for i in range(held_out):
         photo = _synth_photo(board, i)
         if photo is not None:
@@ -303,7 +313,9 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
     lines += [
         "",
         "Notes: 'own scenes' are knockcam/calibrate/scene.py (random print styles, tables, distractor sheets, "
-        "tokens, tilt 0-50 deg, no board thickness). 'held-out' photos are knockcam.synth renders (board "
+        "tokens, tilt 0-50 deg, no board thickness: the board and the marker cards in one plane, except in the "
+        "thick-board markers row, where the cards lie on the table, the board's face a thickness drawn per scene "
+        "above them, its sides drawn where they show). 'held-out' photos are knockcam.synth renders (board "
         "thickness, bowed boards, occluders, blur, lens distortion) from a run that is not the fixtures'. "
         "'share > 3 mm' counts scenes whose worst corner is over 3 mm. 'reported' is the calibration's own "
         "error_mm (residual or estimate, see error_source). The phone-size row renders the same held-out scenes "

@@ -370,6 +370,63 @@ def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, r
     return fit, bent.hump
 
 
+class Lift(NamedTuple):
+    """How far the printed lines lie above a homography's plane, along the camera's "up" (``fit_lift``)."""
+
+    mm: float
+    se_mm: float  # its standard error, from the lines' scatter
+    samples: int  # printed-line samples that measured it
+
+
+def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_mm=(-3.0, 15.0), radius: float = 2.0,
+             iterations: int = 6, min_samples: int = 60) -> Lift | None:
+    """How far above the plane of ``homography`` (board mm -> pixels of ``gray``) the printed lines lie:
+    the board's face above the table, where the marker cards lie. One unknown, the lift ``t``: a
+    point p of the face is at ``homography`` p + t ``up`` (``up`` as for ``fit_grid_bowed``, the image
+    of a 1 mm step up). The lift in ``search_mm`` that puts the most samples on a printed line, dark
+    or light (0.5 mm steps: a line off by one is not in reach), is refined by Gauss-Newton on their
+    across-line offsets with Tukey weights, as ``fit_grid``; None when fewer than ``min_samples`` are."""
+    sm = _samples(homography, board)
+    step = np.outer(np.asarray(up, np.float64) / sm.h22, [0.0, 0.0, 1.0])  # 1 mm of lift, on hn's scale
+    zeros = np.zeros(6)
+    plain = gray.astype(np.float32)
+
+    def measure(img, lift):
+        return _measure(img, sm.hn + lift * step, zeros, sm.pn, sm.ahead, sm.s1, sm.s2, radius, 3.0, 1.5)
+
+    def on_lines(img, lift):
+        found, ok, _, _ = measure(img, lift)
+        return int((ok & (np.abs(found) <= 1.0)).sum())
+
+    starts = [(on_lines(img, t), float(t), img) for img in (ridge_image(plain, 1.0), ridge_image(255 - plain, 1.0))
+              for t in np.arange(search_mm[0], search_mm[1] + 0.25, 0.5)]
+    best, lift, img = max(starts, key=lambda s: s[0])
+    if best < min_samples:
+        return None
+    d = res = wts = np.zeros(0)
+    sigma = 0.0
+    for _ in range(iterations):
+        found, ok, nimg, _ = measure(img, lift)
+        if ok.sum() < min_samples:
+            return None
+        hn = sm.hn + lift * step
+        q0 = _project(hn, zeros, sm.pn[ok], sm.s1[ok], sm.s2[ok])[0]
+        q1 = _project(hn + step, zeros, sm.pn[ok], sm.s1[ok], sm.s2[ok])[0]
+        d = np.sum((q1 - q0) * nimg[ok], axis=1)  # px across each line per mm of lift
+        res = found[ok]
+        sigma = float(np.median(np.abs(res - np.median(res)))) * 1.4826
+        wts = np.clip(1 - (res / (2.5 * max(3.0 * sigma, 0.75))) ** 2, 0, None) ** 2
+        info = float(np.sum(wts * d * d))
+        if info <= 1e-12:
+            return None
+        delta = float(np.sum(wts * d * res)) / info
+        lift += delta
+        if abs(delta) < 1e-3:
+            break
+    se = max(sigma, 0.05) / np.sqrt(max(float(np.sum(wts * d * d)), 1e-12))
+    return Lift(float(lift), float(se), int((wts > 0).sum()))
+
+
 @dataclass(frozen=True)
 class LensFit:
     """Radial lens distortion read off the printed lines, with the homography (and hump) fitted alongside it."""

@@ -3,9 +3,11 @@
 Each card is a square of ``card_mm`` with a marker in its middle. Lay it on the table outside the
 board, one corner of the card touching the board's corner and its sides along the board's edges,
 the printed arrow pointing to the far end. The marker's centre is then at ``offsets_mm`` from that
-board corner (calibration/README.md). Sixteen marker corners give a least-squares homography and a
-residual; the cards' placement by hand (about 1 mm) is not in that residual. Three cards only start
-the printed grid's fit, which measures the corner they leave out.
+board corner (calibration/README.md). Sixteen marker corners give a least-squares homography of the
+table, where the cards lie, and a residual; the cards' placement by hand (about 1 mm) is not in that
+residual. The board's face lies a board's thickness above the table: seen obliquely, a few mm of it
+move the corners by as much, so the board's printed lines measure that lift (``grid.fit_lift``).
+Three cards only start the printed grid's fit, which measures the corner they leave out.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.quality import homography_from_points, plausible, residual_mm
+from knockcam.calibrate.quality import board_corners_mm, homography_from_points, plausible, residual_mm
 from knockcam.errors import KnockcamError
 
 CARD_MM = 80.0
@@ -77,17 +79,50 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     px = np.vstack([found[i] for i in ids])
     if camera_matrix is not None and dist_coeffs is not None:
         px = cv2.undistortPoints(px.reshape(-1, 1, 2), camera_matrix, dist_coeffs, P=camera_matrix).reshape(-1, 2)
-    hom = homography_from_points(mm, px)
+    on_table = homography_from_points(mm, px)
     size = (image.shape[1], image.shape[0])
-    why = plausible(hom, board, size)
+    why = plausible(on_table, board, size)
     if why:
         raise KnockcamError(f"markers: the cards do not sit at the board's corners ({why}); check calibration/README.md")
-    rms, _ = residual_mm(hom, mm, px)
+    rms, _ = residual_mm(on_table, mm, px)
+    gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
+    if camera_matrix is not None and dist_coeffs is not None:
+        gray = cv2.undistort(gray, camera_matrix, dist_coeffs)
+    hom, lift_mm, lift_error, lift_source = face_above_table(gray, on_table, board)
     cal = Calibration(method="markers", image_size=size, homography=hom, camera_matrix=camera_matrix,
-                      dist_coeffs=dist_coeffs, error_mm=rms,
+                      dist_coeffs=dist_coeffs, error_mm=float(np.hypot(rms, lift_error)),
                       error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
-                                   f"board mm; card placement by hand not included")
+                                   f"board mm ({rms:.2f} mm), with the board's face {lift_mm:.1f} mm above the cards "
+                                   f"({lift_source}: {lift_error:.2f} mm at the worst corner); card placement by hand "
+                                   f"not included")
     return _confirmed_by_grid(image, board, cal, missing[0]) if missing else cal
+
+
+def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tuple[np.ndarray, float, float, str]:
+    """The board's face from the homography of the table the cards lie on: (its homography, how far above the
+    table it lies in mm, what that height's uncertainty moves the worst board corner by in mm, where the
+    height came from). The printed lines give the height when they are seen; otherwise calibrate.yaml's."""
+    from knockcam.calibrate.edges import up_px
+    from knockcam.calibrate.grid import fit_lift
+
+    cfg = _cfg()["face"]
+    up = up_px(on_table, board, (gray.shape[1], gray.shape[0]))
+    low, high = cfg["read_mm"]
+    lift = fit_lift(gray, on_table, up, board, (low, high))
+    if lift is not None and low <= lift.mm <= high:
+        height, unsure = lift.mm, float(cfg["se_factor"]) * lift.se_mm
+        source = f"read off {lift.samples} printed-line samples; {cfg['se_factor']} x its standard error"
+    else:
+        height, unsure = float(cfg["thickness_mm"]), float(cfg["unsure_mm"])
+        seen = "not read" if lift is None else f"read as {lift.mm:.1f} mm, outside {low}-{high} mm"
+        source = f"calibrate.yaml's, the printed lines {seen}; give or take {unsure:g} mm"
+    step = np.outer(up, [0.0, 0.0, 1.0])
+    face = on_table + height * step
+    face = face / face[2, 2]
+    # what ``unsure`` mm more of height would move the board's corners by, in board mm
+    moved = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), on_table + (height + unsure) * step)
+    back = cv2.perspectiveTransform(moved, np.linalg.inv(face)).reshape(-1, 2)
+    return face, float(height), float(np.linalg.norm(back - board_corners_mm(board), axis=1).max()), source
 
 
 def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missing: str) -> Calibration:

@@ -14,6 +14,7 @@ import numpy as np
 
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.quality import board_corners_mm
 
 SET_COLOURS = {  # BGR
     "brown": (40, 70, 120), "light_blue": (235, 206, 135), "pink": (180, 105, 255), "orange": (0, 140, 255),
@@ -108,6 +109,14 @@ def table_texture(size: tuple[int, int], rng: np.random.Generator) -> np.ndarray
 def look_at_homography(board: Board, rng: np.random.Generator, size: tuple[int, int],
                        tilt_deg: tuple[float, float] = (0, 50), around_mm: float = 0.0) -> np.ndarray | None:
     """A pinhole camera looking at the board: homography board mm -> pixels, or None if it leaves the frame."""
+    view = look_at(board, rng, size, tilt_deg, around_mm)
+    return None if view is None else view[0]
+
+
+def look_at(board: Board, rng: np.random.Generator, size: tuple[int, int], tilt_deg: tuple[float, float] = (0, 50),
+            around_mm: float = 0.0) -> tuple[np.ndarray, np.ndarray] | None:
+    """``look_at_homography``'s camera as (homography, up): ``up`` is the image of a 1 mm step up from the
+    board's face, on the homography's scale (a point ``z`` mm above board point p is at H p + z up)."""
     w, h = size
     bw, bl = board.size_mm
     f = rng.uniform(0.7, 1.3) * max(w, h)
@@ -127,6 +136,7 @@ def look_at_homography(board: Board, rng: np.random.Generator, size: tuple[int, 
     r = np.vstack([x, y, z])
     k = np.array([[f, 0, (w - 1) / 2], [0, f, (h - 1) / 2], [0, 0, 1]])
     hom = k @ np.column_stack([r[:, 0], r[:, 1], -r @ cam])
+    up = k @ r[:, 2] / hom[2, 2]
     hom /= hom[2, 2]
     a = around_mm
     corners = cv2.perspectiveTransform(np.array([[[-a, -a]], [[bw + a, -a]], [[bw + a, bl + a]], [[-a, bl + a]]],
@@ -135,18 +145,21 @@ def look_at_homography(board: Board, rng: np.random.Generator, size: tuple[int, 
     margin = 0.03 * min(w, h)
     if (corners < margin).any() or (corners[:, 0] > w - 1 - margin).any() or (corners[:, 1] > h - 1 - margin).any():
         return None
-    return hom
+    return hom, up
 
 
 def make_scene(board: Board, camera_seed: int, art_seed: int | None = None, size: tuple[int, int] = (1280, 720),
                tokens: int = 6, tilt_deg: tuple[float, float] = (0, 50), background: np.ndarray | None = None,
-               markers: bool = False) -> Scene:
-    """One photo of the board: ``art_seed`` picks the print, ``camera_seed`` the camera, table and light."""
+               markers: bool = False, thickness_mm: float = 0.0) -> Scene:
+    """One photo of the board: ``art_seed`` picks the print, ``camera_seed`` the camera, table and light.
+    ``thickness_mm``: the board's face lies this far above the table, where the marker cards lie (its
+    sides are drawn where they show)."""
     art_seed = camera_seed if art_seed is None else art_seed
     rng = np.random.default_rng(10_000 + camera_seed)
     for _ in range(200):
-        hom = look_at_homography(board, rng, size, tilt_deg, around_mm=90.0 if markers else 0.0)
-        if hom is not None:
+        view = look_at(board, rng, size, tilt_deg, around_mm=90.0 if markers else 0.0)
+        if view is not None:
+            hom, up = view
             break
     else:
         raise RuntimeError("no camera found that sees the whole board")
@@ -161,6 +174,14 @@ def make_scene(board: Board, camera_seed: int, art_seed: int | None = None, size
     big = (w * ss, h * ss)
     table = background if background is not None else table_texture(big, rng)
     table = cv2.resize(table, big) if table.shape[1::-1] != big else table
+    on_table = hom - thickness_mm * np.outer(up, [0, 0, 1])  # board mm -> pixels, in the table's plane
+    if thickness_mm > 0:  # the board's sides, where they show below its face: a darker shade of the print
+        quads = [cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), final_to_ss @ h).reshape(-1, 2)
+                 for h in (hom, on_table)]
+        hull = cv2.convexHull(np.vstack(quads).astype(np.float32)).astype(np.int32)
+        side = tuple(int(v) for v in rng.integers(15, 90, 3))
+        table = table.copy()
+        cv2.fillPoly(table, [hull], side, cv2.LINE_AA)
     if markers:  # the marker sheet's cards, laid on the table at the board's corners
         from knockcam.calibrate.markers import CARD_MM, card_image, marker_corners_mm
 
@@ -171,7 +192,7 @@ def make_scene(board: Board, camera_seed: int, art_seed: int | None = None, size
             cx, cy = quad.mean(axis=0)
             x0, ytop = cx - CARD_MM / 2, cy + CARD_MM / 2
             card_to_mm = np.array([[1 / cppm, 0, x0 + 0.5 / cppm], [0, -1 / cppm, ytop - 0.5 / cppm], [0, 0, 1]])
-            to_ss = final_to_ss @ hom @ card_to_mm
+            to_ss = final_to_ss @ on_table @ card_to_mm
             wc = cv2.warpPerspective(card, to_ss, big, flags=cv2.INTER_LINEAR)
             mc = cv2.warpPerspective(np.ones(card.shape[:2], np.float32), to_ss, big, flags=cv2.INTER_LINEAR)[..., None]
             table = (wc * mc + table * (1 - mc)).astype(np.uint8)

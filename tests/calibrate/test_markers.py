@@ -1,13 +1,17 @@
 """Marker cards: the printed sheet is detectable and true to size; cards in a photo give the board."""
 
+import re
 import struct
 
 import cv2
 import numpy as np
 import pytest
 
-from knockcam.calibrate.markers import calibrate_markers, detect_markers, png_with_dpi, sheet_image
-from knockcam.calibrate.quality import corner_errors_mm
+from knockcam import settings
+from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.markers import (calibrate_markers, detect_markers, face_above_table, marker_corners_mm,
+                                        png_with_dpi, sheet_image)
+from knockcam.calibrate.quality import corner_errors_mm, homography_from_points
 from knockcam.calibrate.scene import make_scene
 from knockcam.errors import KnockcamError
 
@@ -62,3 +66,46 @@ def test_three_cards_the_grid_does_not_confirm_are_refused_not_extrapolated(boar
     scene = make_scene(board, 4, markers=True)
     with pytest.raises(KnockcamError, match="found 3 of 4 marker cards .the near-left card is covered"):
         calibrate_markers(_one_card_covered(scene.image, 0), board)
+
+
+@pytest.fixture(scope="module")
+def thick_board_scene(board):
+    """Cards on the table, the board's face 5 mm above it, seen at an angle (tuning seed 4275)."""
+    return make_scene(board, 4275, markers=True, thickness_mm=5.0)
+
+
+def _table_plane(image: np.ndarray, board) -> np.ndarray:
+    """The homography of the plane the cards lie in, from their 16 corners alone."""
+    found, expected = detect_markers(image), marker_corners_mm(board)
+    return homography_from_points(np.vstack([expected[i] for i in sorted(expected)]),
+                                  np.vstack([found[i] for i in sorted(expected)]))
+
+
+def _corner_errors(homography: np.ndarray, truth, board) -> np.ndarray:
+    return corner_errors_mm(Calibration(method="corners", image_size=truth.image_size, homography=homography),
+                            truth, board)
+
+
+def test_cards_on_the_table_below_a_thick_board_give_its_face(thick_board_scene, board):
+    truth = thick_board_scene.truth
+    assert _corner_errors(_table_plane(thick_board_scene.image, board), truth, board).max() > 3.0  # the table's plane
+    cal = calibrate_markers(thick_board_scene.image, board)
+    assert corner_errors_mm(cal, truth, board).max() < 1.0
+    read = re.search(r"the board's face (-?[\d.]+) mm above the cards \(read off (\d+) printed-line", cal.error_source)
+    assert read and 3.5 <= float(read.group(1)) <= 6.5 and int(read.group(2)) >= 200
+    assert cal.error_source.startswith("residual") and cal.error_mm < 1.5
+
+
+def test_a_face_whose_lines_do_not_show_is_taken_at_the_files_thickness_with_its_doubt(thick_board_scene, board):
+    cfg = settings.load("calibrate")["markers"]["face"]
+    blank = np.full(thick_board_scene.image.shape[:2], 128, np.uint8)  # no printed line to read
+    face, height, doubt_mm, source = face_above_table(blank, _table_plane(thick_board_scene.image, board), board)
+    assert height == cfg["thickness_mm"] and source.startswith("calibrate.yaml's, the printed lines not read")
+    # the true face (5 mm up) lies within what the stated doubt (2.5 mm of height) moves the corners by
+    assert _corner_errors(face, thick_board_scene.truth, board).max() <= doubt_mm
+
+
+def test_three_cards_below_a_thick_board_are_placed_by_its_printed_grid(thick_board_scene, board):
+    cal = calibrate_markers(_one_card_covered(thick_board_scene.image, 1), board)
+    assert cal.error_source.startswith("3 of 4 cards")
+    assert corner_errors_mm(cal, thick_board_scene.truth, board).max() <= max(cal.error_mm, 1.0)
