@@ -29,19 +29,20 @@ PHONE_SIZE = (4032, 3024)  # a phone's 12 MP photo: the held-out scenes are also
 WEBCAM_SIZE = (640, 480)  # what OpenCV opens most webcams at: the held-out scenes are also rendered at this size
 
 
-def _synth_photo(board: Board, index: int, seed: int = HELD_OUT_SEED, size: tuple[int, int] | None = None):
-    """A knockcam.synth photo (decoded JPEG, at ``size`` or synth.yaml's) and its truth Calibration, or
-    None when synth is absent."""
+def _synth_photo(board: Board, index: int, seed: int = HELD_OUT_SEED, size: tuple[int, int] | None = None,
+                 preset: str | None = None):
+    """A knockcam.synth photo (decoded JPEG, at ``size`` or synth.yaml's, with its ``preset``) and its truth
+    Calibration, or None when synth is absent."""
     try:
         import cv2
 
-        from knockcam import settings
-        from knockcam.synth.scene import make_photo
+        from knockcam.synth.scene import config, make_photo
     except ImportError:
         return None
     cfg = None
-    if size is not None:
-        cfg = {**settings.load("synth"), "image_size": list(size)}
+    if size is not None or preset is not None:
+        cfg = config(preset)
+        cfg = {**cfg, "image_size": list(size)} if size is not None else cfg
     jpeg, truth, _ = make_photo(board, seed, index, cfg)
     img = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
     cal = Calibration.from_dict(truth["calibration"])
@@ -217,6 +218,13 @@ def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
                    "unknown)", turned_truth, lambda: calibrate_auto(turned_img, board))
             record(f"auto (the same held-out photos saved again as JPEG at quality {RESAVE_QUALITY}; lens unknown)",
                    truth, lambda: calibrate_auto(resaved(img), board))
+        laid = _synth_photo(board, i, preset="markers")
+        if laid is not None:
+            laid_img, laid_truth = laid
+            for lens, what in ((_known_lens(laid_truth), "lens known"), ((), "lens unknown")):
+                record(f"markers (the held-out scenes rendered with the cards laid on the table, synth preset "
+                       f"markers: run {HELD_OUT_SEED}, 0-{held_out - 1}; {what})", laid_truth,
+                       lambda: calibrate_markers(laid_img, board, *lens))
         for size, what in ((PHONE_SIZE, "a phone's size"), (WEBCAM_SIZE, "a webcam's as OpenCV opens most")):
             photo = _synth_photo(board, i, size=size)
             if photo is not None:
@@ -327,7 +335,10 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
         f"corner there for four scenes, then {CUT_PX[1]} px for the next four: part of the board is out of the photo "
         "(the other rows' renders always show the whole board). The upright row turns the same held-out photos a "
         "quarter, clockwise for even scene numbers and the other way for odd ones: the board then runs along the "
-        "photo's other side, as in a phone's portrait photo (the renders are all landscape; none is a real photo).",
+        "photo's other side, as in a phone's portrait photo (the renders are all landscape; none is a real photo). "
+        "The held-out markers rows render the same run with synth.yaml's preset `markers`: the four cards on the "
+        "table at the board's corners, the board's face its thickness above them, the camera drawn to frame the "
+        "cards too (so these are other photos, the board smaller in them, than the automatic rows').",
     ]
     return "\n".join(lines) + "\n"
 

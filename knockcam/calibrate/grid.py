@@ -370,61 +370,80 @@ def fit_grid_bowed(gray: np.ndarray, homography: np.ndarray, board: Board, up, r
     return fit, bent.hump
 
 
+HUMP_SEARCH_MM = (2.0, 4.0, 6.0, 8.0, 10.0)  # fit_lift's coarse search of a hump along the board
+
+
 class Lift(NamedTuple):
     """How far the printed lines lie above a homography's plane, along the camera's "up" (``fit_lift``)."""
 
-    mm: float
+    mm: float  # at the board's corners
     se_mm: float  # its standard error, from the lines' scatter
     samples: int  # printed-line samples that measured it
+    hump: tuple[float, float]  # (along, across) mm more between the corners, as ``fit_grid_bowed``'s
 
 
-def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_mm=(-3.0, 15.0), radius: float = 2.0,
-             iterations: int = 6, min_samples: int = 60) -> Lift | None:
+def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_mm=(-3.0, 15.0),
+             radii=(4.0, 3.0, 2.0), iterations: int = 4, min_samples: int = 60, hump: bool = True) -> Lift | None:
     """How far above the plane of ``homography`` (board mm -> pixels of ``gray``) the printed lines lie:
-    the board's face above the table, where the marker cards lie. One unknown, the lift ``t``: a
-    point p of the face is at ``homography`` p + t ``up`` (``up`` as for ``fit_grid_bowed``, the image
-    of a 1 mm step up). The lift in ``search_mm`` that puts the most samples on a printed line, dark
-    or light (0.5 mm steps: a line off by one is not in reach), is refined by Gauss-Newton on their
-    across-line offsets with Tukey weights, as ``fit_grid``; None when fewer than ``min_samples`` are."""
+    the board's face above the table, where the marker cards lie. A point p of the face is at
+    ``homography`` p + (t + hump(p)) ``up`` (``up`` as for ``fit_grid_bowed``, the image of a 1 mm step
+    up; the hump is ``fit_grid_bowed``'s, zero at the corners): three unknowns. The lift in ``search_mm``
+    that puts the most samples on a printed line, dark or light (0.5 mm steps, the board flat), starts
+    Gauss-Newton on their across-line offsets with Tukey weights, as ``fit_grid``; None when fewer than
+    ``min_samples`` are found. ``hump=False``: the face flat, the lift the only unknown."""
     sm = _samples(homography, board)
-    step = np.outer(np.asarray(up, np.float64) / sm.h22, [0.0, 0.0, 1.0])  # 1 mm of lift, on hn's scale
-    zeros = np.zeros(6)
+    upn = np.asarray(up, np.float64) / sm.h22
+    step = np.outer(upn, [0.0, 0.0, 1.0])  # 1 mm of lift, on hn's scale
     plain = gray.astype(np.float32)
 
-    def measure(img, lift):
-        return _measure(img, sm.hn + lift * step, zeros, sm.pn, sm.ahead, sm.s1, sm.s2, radius, 3.0, 1.5)
+    def measure(img, x, radius):
+        bow = np.concatenate([x[1] * upn, x[2] * upn])
+        return _measure(img, sm.hn + x[0] * step, bow, sm.pn, sm.ahead, sm.s1, sm.s2, radius, 3.0, 1.5)
 
-    def on_lines(img, lift):
-        found, ok, _, _ = measure(img, lift)
+    def on_lines(img, lift, along=0.0):
+        found, ok, _, _ = measure(img, np.array([lift, along, 0.0]), radii[-1])
         return int((ok & (np.abs(found) <= 1.0)).sum())
 
     starts = [(on_lines(img, t), float(t), img) for img in (ridge_image(plain, 1.0), ridge_image(255 - plain, 1.0))
               for t in np.arange(search_mm[0], search_mm[1] + 0.25, 0.5)]
     best, lift, img = max(starts, key=lambda s: s[0])
+    along = 0.0
+    if hump:  # a humped board's middle lines sit higher than its corners': search the hump too, coarsely
+        humped = [(on_lines(img, t, b), float(t), float(b)) for t in np.arange(search_mm[0], search_mm[1] + 0.5, 1.0)
+                  for b in HUMP_SEARCH_MM]
+        if max(humped)[0] > best:
+            best, lift, along = max(humped)
     if best < min_samples:
         return None
-    d = res = wts = np.zeros(0)
+    x = np.array([lift, along, 0.0])
+    jac = res = wts = np.zeros(0)
     sigma = 0.0
-    for _ in range(iterations):
-        found, ok, nimg, _ = measure(img, lift)
-        if ok.sum() < min_samples:
-            return None
-        hn = sm.hn + lift * step
-        q0 = _project(hn, zeros, sm.pn[ok], sm.s1[ok], sm.s2[ok])[0]
-        q1 = _project(hn + step, zeros, sm.pn[ok], sm.s1[ok], sm.s2[ok])[0]
-        d = np.sum((q1 - q0) * nimg[ok], axis=1)  # px across each line per mm of lift
-        res = found[ok]
-        sigma = float(np.median(np.abs(res - np.median(res)))) * 1.4826
-        wts = np.clip(1 - (res / (2.5 * max(3.0 * sigma, 0.75))) ** 2, 0, None) ** 2
-        info = float(np.sum(wts * d * d))
-        if info <= 1e-12:
-            return None
-        delta = float(np.sum(wts * d * res)) / info
-        lift += delta
-        if abs(delta) < 1e-3:
-            break
-    se = max(sigma, 0.05) / np.sqrt(max(float(np.sum(wts * d * d)), 1e-12))
-    return Lift(float(lift), float(se), int((wts > 0).sum()))
+    for stage, radius in enumerate(radii):
+        for _ in range(iterations):
+            found, ok, nimg, _ = measure(img, x, radius)
+            if ok.sum() < min_samples:
+                return None
+            q0 = _project(sm.hn + x[0] * step, np.concatenate([x[1] * upn, x[2] * upn]), sm.pn[ok], sm.s1[ok],
+                          sm.s2[ok])[0]
+            up_px = _project(sm.hn + (x[0] + 1) * step, np.concatenate([x[1] * upn, x[2] * upn]), sm.pn[ok],
+                             sm.s1[ok], sm.s2[ok])[0] - q0  # where 1 mm more of height moves each sample
+            d = np.sum(up_px * nimg[ok], axis=1)  # ... across its line
+            jac = np.column_stack([d, d * sm.s1[ok], d * sm.s2[ok]] if hump else [d, 0 * d, 0 * d])
+            res = found[ok]
+            sigma = float(np.median(np.abs(res - np.median(res)))) * 1.4826
+            c = max(3.0 * sigma, 0.75 if stage == len(radii) - 1 else radius / 3)
+            wts = np.clip(1 - (res / (2.5 * c)) ** 2, 0, None) ** 2
+            a = jac * np.sqrt(wts)[:, None]
+            info = a.T @ a + (0 if hump else np.diag([0.0, 1.0, 1.0]))  # flat: the hump terms stay 0
+            if np.linalg.cond(info) > 1e12:
+                return None
+            delta = np.linalg.solve(info, a.T @ (res * np.sqrt(wts)))
+            x = x + delta
+            if np.abs(delta).max() < 1e-3:
+                break
+    a = jac * np.sqrt(wts)[:, None]
+    se = max(sigma, 0.05) * np.sqrt(np.linalg.inv(a.T @ a + (0 if hump else np.diag([0.0, 1.0, 1.0])))[0, 0])
+    return Lift(float(x[0]), float(se), int((wts > 0).sum()), (float(x[1]), float(x[2])))
 
 
 @dataclass(frozen=True)

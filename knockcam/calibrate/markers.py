@@ -50,16 +50,28 @@ def marker_corners_mm(board: Board) -> dict[int, np.ndarray]:
 
 
 def detect_markers(image: np.ndarray) -> dict[int, np.ndarray]:
-    """id -> (4, 2) sub-pixel marker corners found in the photo."""
+    """id -> (4, 2) sub-pixel marker corners found in the photo. Cards missed at first (small, blurred)
+    are looked for again in the photo enlarged and sharpened (calibrate.yaml ``markers.second_look``)."""
     gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
+    found = _detect(gray)
+    if any(int(i) not in found for i in _cfg()["ids"]):
+        again = _cfg()["second_look"]
+        scale, weight = float(again["scale"]), float(again["sharpen"])
+        sharp = cv2.addWeighted(gray, 1 + weight, cv2.GaussianBlur(gray, (0, 0), float(again["sharpen_px"])), -weight, 0)
+        big = cv2.resize(sharp, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+        for i, corners in _detect(big, float(again["error_correction"])).items():
+            found.setdefault(i, (corners + 0.5) / scale - 0.5)  # back to the photo's pixels (centres)
+    return found
+
+
+def _detect(gray: np.ndarray, error_correction: float | None = None) -> dict[int, np.ndarray]:
     params = cv2.aruco.DetectorParameters()
     params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
-    detector = cv2.aruco.ArucoDetector(dictionary(), params)
-    corners, ids, _ = detector.detectMarkers(gray)
-    if ids is None:
-        return {}
+    if error_correction is not None:
+        params.errorCorrectionRate = error_correction
+    corners, ids, _ = cv2.aruco.ArucoDetector(dictionary(), params).detectMarkers(gray)
     found: dict[int, np.ndarray] = {}
-    for c, i in zip(corners, ids.ravel()):
+    for c, i in zip(corners, [] if ids is None else ids.ravel()):
         found.setdefault(int(i), c.reshape(4, 2).astype(np.float64))
     return found
 
@@ -88,9 +100,9 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
     if camera_matrix is not None and dist_coeffs is not None:
         gray = cv2.undistort(gray, camera_matrix, dist_coeffs)
-    hom, lift_mm, lift_error, lift_source = face_above_table(gray, on_table, board)
-    cal = Calibration(method="markers", image_size=size, homography=hom, camera_matrix=camera_matrix,
-                      dist_coeffs=dist_coeffs, error_mm=float(np.hypot(rms, lift_error)),
+    face, lift_mm, lift_error, lift_source = face_above_table(gray, on_table, board)
+    cal = Calibration(method="markers", image_size=size, homography=face.homography, hump=face.hump,
+                      camera_matrix=camera_matrix, dist_coeffs=dist_coeffs, error_mm=float(np.hypot(rms, lift_error)),
                       error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
                                    f"board mm ({rms:.2f} mm), with the board's face {lift_mm:.1f} mm above the cards "
                                    f"({lift_source}: {lift_error:.2f} mm at the worst corner); card placement by hand "
@@ -98,30 +110,39 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     return _confirmed_by_grid(image, board, cal, missing[0]) if missing else cal
 
 
-def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tuple[np.ndarray, float, float, str]:
-    """The board's face from the homography of the table the cards lie on: (its homography, how far above the
-    table it lies in mm, what that height's uncertainty moves the worst board corner by in mm, where the
-    height came from). The printed lines give the height when they are seen; otherwise calibrate.yaml's."""
+def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tuple[Calibration, float, float, str]:
+    """The board's face from the homography of the table the cards lie on: (a Calibration with its homography
+    and hump, how far above the table it lies at the corners in mm, what that height's uncertainty moves the
+    worst board corner by in mm, where the height came from). The printed lines give the height and the hump
+    when they are seen; otherwise calibrate.yaml's thickness, the face flat."""
+    from knockcam.calibrate.calibration import Hump
     from knockcam.calibrate.edges import up_px
     from knockcam.calibrate.grid import fit_lift
 
     cfg = _cfg()["face"]
-    up = up_px(on_table, board, (gray.shape[1], gray.shape[0]))
+    size = (gray.shape[1], gray.shape[0])
+    up = up_px(on_table, board, size)
     low, high = cfg["read_mm"]
     lift = fit_lift(gray, on_table, up, board, (low, high))
+    highest = None if lift is None else max(abs(lift.hump[0]), abs(sum(lift.hump)))
+    if highest is not None and not (float(settings.load("calibrate")["auto"]["bow_min_mm"]) <= highest
+                                    <= float(cfg["max_hump_mm"]) and low <= lift.mm <= high):
+        lift = fit_lift(gray, on_table, up, board, (low, high), hump=False)  # none to see, or not one a board has
     if lift is not None and low <= lift.mm <= high:
-        height, unsure = lift.mm, float(cfg["se_factor"]) * lift.se_mm
-        source = f"read off {lift.samples} printed-line samples; {cfg['se_factor']} x its standard error"
+        height, unsure, bow = lift.mm, float(cfg["se_factor"]) * lift.se_mm, lift.hump
+        humped = f", a hump of {bow[0]:.1f} mm along it and {bow[1]:.1f} mm across" if any(bow) else ""
+        source = f"read off {lift.samples} printed-line samples{humped}; {cfg['se_factor']} x its standard error"
     else:
-        height, unsure = float(cfg["thickness_mm"]), float(cfg["unsure_mm"])
+        height, unsure, bow = float(cfg["thickness_mm"]), float(cfg["unsure_mm"]), (0.0, 0.0)
         seen = "not read" if lift is None else f"read as {lift.mm:.1f} mm, outside {low}-{high} mm"
         source = f"calibrate.yaml's, the printed lines {seen}; give or take {unsure:g} mm"
     step = np.outer(up, [0.0, 0.0, 1.0])
-    face = on_table + height * step
-    face = face / face[2, 2]
+    raw = on_table + height * step
+    hump = Hump(bow[0], bow[1], tuple(board.size_mm), tuple(float(v) for v in up / raw[2, 2])) if any(bow) else None
+    face = Calibration(method="markers", image_size=size, homography=raw / raw[2, 2], hump=hump)
     # what ``unsure`` mm more of height would move the board's corners by, in board mm
     moved = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), on_table + (height + unsure) * step)
-    back = cv2.perspectiveTransform(moved, np.linalg.inv(face)).reshape(-1, 2)
+    back = cv2.perspectiveTransform(moved, np.linalg.inv(face.homography)).reshape(-1, 2)
     return face, float(height), float(np.linalg.norm(back - board_corners_mm(board), axis=1).max()), source
 
 

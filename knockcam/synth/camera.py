@@ -112,7 +112,8 @@ def look_at(center: np.ndarray, target: np.ndarray, up_hint: np.ndarray, roll_ra
 
 
 def random_camera(rng: np.random.Generator, board: Board, cfg: dict, image_size=(1280, 720)) -> Camera:
-    """A phone-like camera: overhead to ``tilt_deg`` oblique, any heading, the whole board in frame."""
+    """A phone-like camera: overhead to ``tilt_deg`` oblique, any heading, the whole board in frame (and
+    ``frame_margin_mm`` of the table around it)."""
     w, h = image_size
     width, length = board.size_mm
     hfov = np.radians(rng.uniform(*cfg["hfov_deg"]))
@@ -130,7 +131,8 @@ def random_camera(rng: np.random.Generator, board: Board, cfg: dict, image_size=
         dist = np.array([rng.normal(0, 0.03), rng.normal(0, 0.02), 0.0, 0.0, 0.0])
     if rng.random() < cfg["no_distortion_p"]:
         dist = np.zeros(5)
-    corners = np.array([[0, 0, 0], [width, 0, 0], [width, length, 0], [0, length, 0]], dtype=np.float64)
+    a = float(cfg.get("frame_margin_mm", 0.0))  # the table this far around the board is framed too
+    corners = np.array([[-a, -a, 0], [width + a, -a, 0], [width + a, length + a, 0], [-a, length + a, 0]], dtype=np.float64)
     fill = rng.uniform(*cfg["board_fill"])
     up = np.array([0, 0, 1.0])
     d = 1500.0

@@ -84,6 +84,7 @@ class SceneSpec:
     occluders: tuple = ()
     info: dict = field(default_factory=dict)
     bow_mm: tuple[float, float] = (0.0, 0.0)  # the board is not flat: hump along its length, and across
+    marker_cards: bool = False  # the marker sheet's cards lie on the table at the board's corners
 
     def calibration(self, board: Board) -> Calibration:
         """The exact calibration of this scene: its camera, and the board's hump if it has one."""
@@ -206,9 +207,10 @@ def sample_scene(board: Board, rng: np.random.Generator, cfg: dict | None = None
     bow = (0.0, 0.0)
     if rng.random() < cfg.get("bow_p", 0.0):
         bow = (float(rng.uniform(*cfg["bow_mm"])), float(rng.uniform(0, cfg["bow_mm"][1] / 2)))
+    cards = bool(cfg.get("marker_cards", False))
     return SceneSpec(camera=camera, art=art, table=table, board_thickness_mm=float(rng.uniform(1.5, 6)), bow_mm=bow,
                      edge_bgr=edge, light=light, photo=photo, tokens=tuple(tokens), occluders=tuple(occluders),
-                     info={"table": table.kind})
+                     info={"table": table.kind, **({"marker_cards": True} if cards else {})}, marker_cards=cards)
 
 
 _ART_BANK: dict = {}
@@ -367,6 +369,8 @@ def render_static(spec: SceneSpec, board: Board, canvas: Canvas | None = None) -
     img = cv2.warpPerspective(spec.table.image, half @ h_table @ spec.table.px_to_mm, (w // 2, h // 2),
                               flags=cv2.INTER_LINEAR, borderMode=cv2.BORDER_REFLECT)
     img = cv2.resize(img, (w, h), interpolation=cv2.INTER_LINEAR)
+    if spec.marker_cards:
+        _draw_marker_cards(img, board, h_table)
     # the board's edge, where the camera sees it
     width, length = board.size_mm
     top = np.array([[0, 0, 0], [width, 0, 0], [width, length, 0], [0, length, 0]], dtype=np.float64)
@@ -409,6 +413,21 @@ def render_static(spec: SceneSpec, board: Board, canvas: Canvas | None = None) -
             roi = img[y0:y1, x0:x1].astype(np.float32)
             img[y0:y1, x0:x1] = np.clip(roi * (1 - g) + 255 * g, 0, 255).astype(np.uint8)
     return img
+
+
+def _draw_marker_cards(img: np.ndarray, board: Board, h_table: np.ndarray, px_per_mm: float = 6.0) -> None:
+    """The marker sheet's four cards (knockcam.calibrate.markers) on the table at the board's corners,
+    through ``h_table`` (table mm -> pixels): on the table, a board's thickness below its printed face."""
+    from knockcam.calibrate.markers import CARD_MM, card_image, marker_corners_mm
+
+    h, w = img.shape[:2]
+    for marker_id, quad in marker_corners_mm(board).items():
+        card = cv2.cvtColor(card_image(marker_id, px_per_mm), cv2.COLOR_GRAY2BGR)
+        cx, cy = quad.mean(axis=0)
+        card_to_mm = np.array([[1 / px_per_mm, 0, cx - CARD_MM / 2 + 0.5 / px_per_mm],
+                               [0, -1 / px_per_mm, cy + CARD_MM / 2 - 0.5 / px_per_mm], [0, 0, 1.0]])
+        cv2.warpPerspective(card, h_table @ card_to_mm, (w, h), dst=img, flags=cv2.INTER_LINEAR,
+                            borderMode=cv2.BORDER_TRANSPARENT)
 
 
 def _bowed_art_maps(spec: SceneSpec, board: Board, cam: Camera) -> tuple[np.ndarray, np.ndarray]:

@@ -8,10 +8,13 @@ import numpy as np
 import pytest
 
 from knockcam import settings
+from knockcam.board import load_board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.markers import (calibrate_markers, detect_markers, face_above_table, marker_corners_mm,
-                                        png_with_dpi, sheet_image)
-from knockcam.calibrate.quality import corner_errors_mm, homography_from_points
+from knockcam.calibrate.edges import up_px
+from knockcam.calibrate.grid import fit_lift
+from knockcam.calibrate.markers import (_detect, calibrate_markers, detect_markers, face_above_table,
+                                        marker_corners_mm, png_with_dpi, sheet_image)
+from knockcam.calibrate.quality import board_errors_mm, corner_errors_mm, homography_from_points
 from knockcam.calibrate.scene import make_scene
 from knockcam.errors import KnockcamError
 
@@ -100,6 +103,7 @@ def test_a_face_whose_lines_do_not_show_is_taken_at_the_files_thickness_with_its
     cfg = settings.load("calibrate")["markers"]["face"]
     blank = np.full(thick_board_scene.image.shape[:2], 128, np.uint8)  # no printed line to read
     face, height, doubt_mm, source = face_above_table(blank, _table_plane(thick_board_scene.image, board), board)
+    face = face.homography
     assert height == cfg["thickness_mm"] and source.startswith("calibrate.yaml's, the printed lines not read")
     # the true face (5 mm up) lies within what the stated doubt (2.5 mm of height) moves the corners by
     assert _corner_errors(face, thick_board_scene.truth, board).max() <= doubt_mm
@@ -109,3 +113,41 @@ def test_three_cards_below_a_thick_board_are_placed_by_its_printed_grid(thick_bo
     cal = calibrate_markers(_one_card_covered(thick_board_scene.image, 1), board)
     assert cal.error_source.startswith("3 of 4 cards")
     assert corner_errors_mm(cal, thick_board_scene.truth, board).max() <= max(cal.error_mm, 1.0)
+
+
+def _markers_render(index: int):
+    """knockcam.synth render ``index`` of tuning run 4243 with the cards laid (preset markers): the photo,
+    its true Calibration and its render (camera, board thickness, hump)."""
+    from knockcam.synth.scene import config, make_photo
+
+    jpeg, truth, rendered = make_photo(load_board(), 4243, index, config("markers"))
+    return cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), Calibration.from_dict(truth["calibration"]), \
+        rendered
+
+
+def test_small_blurred_cards_missed_at_first_are_found_in_the_photo_enlarged(board):
+    image, _, rendered = _markers_render(40)  # the far cards about 25 px wide, the photo blurred
+    cam, thickness = rendered.spec.camera, rendered.spec.board_thickness_mm
+    gray = cv2.cvtColor(image, cv2.COLOR_BGR2GRAY)
+    assert sorted(_detect(gray)) == [2, 3]  # the first look alone
+    found = detect_markers(image)
+    assert sorted(found) == [0, 1, 2, 3]
+    for marker_id, quad in marker_corners_mm(board).items():  # where the card on the table truly is
+        assert np.abs(found[marker_id] - cam.project(np.column_stack([quad, np.full(4, -thickness)]))).max() < 2.0
+
+
+def test_a_humped_board_is_read_with_its_hump_not_as_a_thicker_one(board):
+    image, truth, rendered = _markers_render(12)  # a hump of 7.4 mm along the board, 2.7 mm thick
+    cal = calibrate_markers(image, board, truth.camera_matrix, truth.dist_coeffs)
+    assert cal.hump is not None and 4.0 < cal.hump.along_mm < 11.0
+    assert board_errors_mm(cal, truth, board).max() < 1.5
+    # read flat, the hump's lines lift the whole face: the corners went 11.9 mm off
+    gray = cv2.undistort(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.camera_matrix, truth.dist_coeffs)
+    found, expected = detect_markers(image), marker_corners_mm(board)
+    px = cv2.undistortPoints(np.vstack([found[i] for i in sorted(found)]).reshape(-1, 1, 2), truth.camera_matrix,
+                             truth.dist_coeffs, P=truth.camera_matrix).reshape(-1, 2)
+    on_table = homography_from_points(np.vstack([expected[i] for i in sorted(found)]), px)
+    up = up_px(on_table, board, truth.image_size)
+    flat = fit_lift(gray, on_table, up, board, (-3.0, 15.0), hump=False)
+    lifted = on_table + flat.mm * np.outer(up, [0.0, 0.0, 1.0])
+    assert _corner_errors(lifted / lifted[2, 2], truth, board).max() > 3.0

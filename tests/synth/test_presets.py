@@ -75,3 +75,21 @@ def test_preset_renders_a_yolo_set(tmp_path, capsys):
                  "--json"]) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["count"] == 2 and summary["labels"] > 0
+
+
+def test_markers_preset_lays_the_cards_and_frames_them_and_changes_nothing_else():
+    from knockcam.calibrate.markers import detect_markers
+    from knockcam.synth.scene import make_photo
+
+    plain, laid = config(), config("markers")
+    assert laid["marker_cards"] and not plain["marker_cards"]
+    assert laid["camera"]["frame_margin_mm"] > plain["camera"]["frame_margin_mm"] == 0
+    for key in plain:
+        if key not in ("marker_cards", "camera"):
+            assert laid[key] == plain[key]
+    photos = {}
+    for name, cfg in (("plain", plain), ("laid", laid)):
+        jpeg, truth, _ = make_photo(BOARD, 4243, 9, cfg)
+        photos[name] = (cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR), truth)
+    assert detect_markers(photos["plain"][0]) == {} and "marker_cards" not in photos["plain"][1]["info"]
+    assert sorted(detect_markers(photos["laid"][0])) == [0, 1, 2, 3] and photos["laid"][1]["info"]["marker_cards"]
