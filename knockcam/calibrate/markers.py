@@ -6,7 +6,8 @@ the printed arrow pointing to the far end. The marker's centre is then at ``offs
 board corner (calibration/README.md). Sixteen marker corners give a least-squares homography of the
 table, where the cards lie, and a residual; the cards' placement by hand (about 1 mm) is not in that
 residual. The board's face lies a board's thickness above the table: seen obliquely, a few mm of it
-move the corners by as much, so the board's printed lines measure that lift (``grid.fit_lift``).
+move the corners by as much, so the board's printed lines measure that lift, and any hump of a board
+that does not lie flat (``grid.fit_lift``).
 Three cards only start the printed grid's fit, which measures the corner they leave out.
 """
 
@@ -57,7 +58,8 @@ def detect_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     if any(int(i) not in found for i in _cfg()["ids"]):
         again = _cfg()["second_look"]
         scale, weight = float(again["scale"]), float(again["sharpen"])
-        sharp = cv2.addWeighted(gray, 1 + weight, cv2.GaussianBlur(gray, (0, 0), float(again["sharpen_px"])), -weight, 0)
+        blurred = cv2.GaussianBlur(gray, (0, 0), float(again["sharpen_px"]))
+        sharp = cv2.addWeighted(gray, 1 + weight, blurred, -weight, 0)
         big = cv2.resize(sharp, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
         for i, corners in _detect(big, float(again["error_correction"])).items():
             found.setdefault(i, (corners + 0.5) / scale - 0.5)  # back to the photo's pixels (centres)
@@ -80,7 +82,8 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     """The homography through the four cards' marker corners; error = RMS residual of those corners in board mm.
     With three cards seen, the board's printed grid must confirm the corner they leave unmeasured."""
     cfg = _cfg()
-    found = detect_markers(image)
+    gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
+    found = detect_markers(gray)
     expected = marker_corners_mm(board)
     ids = [i for i in expected if i in found]
     missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
@@ -97,7 +100,6 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     if why:
         raise KnockcamError(f"markers: the cards do not sit at the board's corners ({why}); check calibration/README.md")
     rms, _ = residual_mm(on_table, mm, px)
-    gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
     if camera_matrix is not None and dist_coeffs is not None:
         gray = cv2.undistort(gray, camera_matrix, dist_coeffs)
     face, lift_mm, lift_error, lift_source = face_above_table(gray, on_table, board)
@@ -124,11 +126,9 @@ def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tu
     up = up_px(on_table, board, size)
     low, high = cfg["read_mm"]
     lift = fit_lift(gray, on_table, up, board, (low, high))
-    highest = None if lift is None else max(abs(lift.hump[0]), abs(sum(lift.hump)))
-    if highest is not None and not (float(settings.load("calibrate")["auto"]["bow_min_mm"]) <= highest
-                                    <= float(cfg["max_hump_mm"]) and low <= lift.mm <= high):
-        lift = fit_lift(gray, on_table, up, board, (low, high), hump=False)  # none to see, or not one a board has
-    if lift is not None and low <= lift.mm <= high:
+    if lift is not None and not _believed(lift, cfg):
+        lift = fit_lift(gray, on_table, up, board, (low, high), hump=False)
+    if lift is not None and _believed(lift, cfg):
         height, unsure, bow = lift.mm, float(cfg["se_factor"]) * lift.se_mm, lift.hump
         humped = f", a hump of {bow[0]:.1f} mm along it and {bow[1]:.1f} mm across" if any(bow) else ""
         source = f"read off {lift.samples} printed-line samples{humped}; {cfg['se_factor']} x its standard error"
@@ -144,6 +144,16 @@ def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tu
     moved = cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), on_table + (height + unsure) * step)
     back = cv2.perspectiveTransform(moved, np.linalg.inv(face.homography)).reshape(-1, 2)
     return face, float(height), float(np.linalg.norm(back - board_corners_mm(board), axis=1).max()), source
+
+
+def _believed(lift, cfg: dict) -> bool:
+    """Whether a read of the board's face is one a board can give: its height in ``read_mm``, and its hump
+    none, or as high as the lines show one (auto.bow_min_mm) and a board may have (``max_hump_mm``)."""
+    low, high = cfg["read_mm"]
+    highest = max(abs(lift.hump[0]), abs(sum(lift.hump)))
+    least = float(settings.load("calibrate")["auto"]["bow_min_mm"])
+    shown = highest == 0 or least <= highest <= float(cfg["max_hump_mm"])
+    return low <= lift.mm <= high and shown
 
 
 def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missing: str) -> Calibration:

@@ -132,7 +132,8 @@ def random_camera(rng: np.random.Generator, board: Board, cfg: dict, image_size=
     if rng.random() < cfg["no_distortion_p"]:
         dist = np.zeros(5)
     a = float(cfg.get("frame_margin_mm", 0.0))  # the table this far around the board is framed too
-    corners = np.array([[-a, -a, 0], [width + a, -a, 0], [width + a, length + a, 0], [-a, length + a, 0]], dtype=np.float64)
+    corners = np.array([[-a, -a, 0], [width + a, -a, 0], [width + a, length + a, 0], [-a, length + a, 0]],
+                       dtype=np.float64)
     fill = rng.uniform(*cfg["board_fill"])
     up = np.array([0, 0, 1.0])
     d = 1500.0
