@@ -51,10 +51,11 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
                            "retake the photo with the board better in view, or calibrate the reference again")
         # a reference calibration its photo could not check stays unchecked in every photo registered to it
         return replace(registered, unchecked=reference.calibration.unchecked)
-    from knockcam.calibrate.markers import detect_markers
+    from knockcam.calibrate.markers import detect_markers, enough_cards
 
-    if len(detect_markers(image)) >= 3:
-        return calibrate_with_markers(image, board, k, d, max_error_mm)
+    found = detect_markers(image)
+    if enough_cards(found):
+        return calibrate_with_markers(image, board, k, d, max_error_mm, found)
     return calibrate_automatically(image, board, k, d, max_error_mm)
 
 
@@ -137,11 +138,12 @@ def _printed_lines_check(image: np.ndarray, cal: Calibration, board: Board, max_
 
 
 def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
-                           max_error_mm: float | None = None) -> Calibration:
-    """The marker cards' calibration, checked: a refusal says to lay the cards again, not to lay them."""
+                           max_error_mm: float | None = None, found: dict | None = None) -> Calibration:
+    """The marker cards' calibration, checked: a refusal says to lay the cards again, not to lay them.
+    ``found``: the cards ``detect_markers`` found in ``image``, when the caller has looked already."""
     from knockcam.calibrate.markers import calibrate_markers
 
-    return check(calibrate_markers(image, board, camera_matrix, dist_coeffs), max_error_mm,
+    return check(calibrate_markers(image, board, camera_matrix, dist_coeffs, found), max_error_mm,
                  "lay the cards flat against the board's corners (calibration/README.md) and retake the photo "
                  "in focus, or give --corners")
 

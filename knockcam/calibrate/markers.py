@@ -33,6 +33,11 @@ def _cfg() -> dict:
     return settings.load("calibrate")["markers"]
 
 
+def enough_cards(found: dict[int, np.ndarray]) -> bool:
+    """Whether ``detect_markers`` found enough of the sheet's cards to calibrate on (``min_markers``)."""
+    return sum(int(i) in found for i in _cfg()["ids"]) >= int(_cfg()["min_markers"])
+
+
 def dictionary():
     return cv2.aruco.getPredefinedDictionary(getattr(cv2.aruco, _cfg()["dictionary"]))
 
@@ -57,10 +62,12 @@ def detect_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     found = _detect(gray)
     if any(int(i) not in found for i in _cfg()["ids"]):
         again = _cfg()["second_look"]
-        scale, weight = float(again["scale"]), float(again["sharpen"])
+        scale = min(float(again["scale"]), float(again["max_px"]) / max(gray.shape))  # not past max_px
+        weight = float(again["sharpen"])
         blurred = cv2.GaussianBlur(gray, (0, 0), float(again["sharpen_px"]))
         sharp = cv2.addWeighted(gray, 1 + weight, blurred, -weight, 0)
-        big = cv2.resize(sharp, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC)
+        scale = max(scale, 1.0)  # a photo that large is searched as it is, sharpened
+        big = cv2.resize(sharp, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC) if scale > 1 else sharp
         for i, corners in _detect(big, float(again["error_correction"])).items():
             found.setdefault(i, (corners + 0.5) / scale - 0.5)  # back to the photo's pixels (centres)
     return found
@@ -78,12 +85,14 @@ def _detect(gray: np.ndarray, error_correction: float | None = None) -> dict[int
     return found
 
 
-def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None) -> Calibration:
+def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
+                      found: dict[int, np.ndarray] | None = None) -> Calibration:
     """The homography through the four cards' marker corners; error = RMS residual of those corners in board mm.
-    With three cards seen, the board's printed grid must confirm the corner they leave unmeasured."""
+    With three cards seen, the board's printed grid must confirm the corner they leave unmeasured.
+    ``found``: ``detect_markers``' answer for this photo, when the caller has it already."""
     cfg = _cfg()
     gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
-    found = detect_markers(gray)
+    found = detect_markers(gray) if found is None else found
     expected = marker_corners_mm(board)
     ids = [i for i in expected if i in found]
     missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
