@@ -425,9 +425,9 @@ def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_
                 return None
             q0 = _project(sm.hn + x[0] * step, np.concatenate([x[1] * upn, x[2] * upn]), sm.pn[ok], sm.s1[ok],
                           sm.s2[ok])[0]
-            up_px = _project(sm.hn + (x[0] + 1) * step, np.concatenate([x[1] * upn, x[2] * upn]), sm.pn[ok],
+            moved = _project(sm.hn + (x[0] + 1) * step, np.concatenate([x[1] * upn, x[2] * upn]), sm.pn[ok],
                              sm.s1[ok], sm.s2[ok])[0] - q0  # where 1 mm more of height moves each sample
-            d = np.sum(up_px * nimg[ok], axis=1)  # ... across its line
+            d = np.sum(moved * nimg[ok], axis=1)  # ... across its line
             jac = np.column_stack([d, d * sm.s1[ok], d * sm.s2[ok]] if hump else [d, 0 * d, 0 * d])
             res = found[ok]
             sigma = float(np.median(np.abs(res - np.median(res)))) * 1.4826

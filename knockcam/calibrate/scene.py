@@ -175,7 +175,7 @@ def make_scene(board: Board, camera_seed: int, art_seed: int | None = None, size
     table = background if background is not None else table_texture(big, rng)
     table = cv2.resize(table, big) if table.shape[1::-1] != big else table
     on_table = hom - thickness_mm * np.outer(up, [0, 0, 1])  # board mm -> pixels, in the table's plane
-    if thickness_mm > 0:  # the board's sides, where they show below its face: a darker shade of the print
+    if thickness_mm > 0:  # the board's sides, where they show below its face, in a dark colour
         quads = [cv2.perspectiveTransform(board_corners_mm(board).reshape(-1, 1, 2), final_to_ss @ h).reshape(-1, 2)
                  for h in (hom, on_table)]
         hull = cv2.convexHull(np.vstack(quads).astype(np.float32)).astype(np.int32)
