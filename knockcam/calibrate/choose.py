@@ -51,12 +51,20 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
                            "retake the photo with the board better in view, or calibrate the reference again")
         # a reference calibration its photo could not check stays unchecked in every photo registered to it
         return replace(registered, unchecked=reference.calibration.unchecked)
-    from knockcam.calibrate.markers import detect_markers, enough_cards
+    from knockcam.calibrate.markers import cards_seen, detect_markers, enough_cards
 
     found = detect_markers(image)
     if enough_cards(found):
         return calibrate_with_markers(image, board, k, d, max_error_mm, found)
-    return calibrate_automatically(image, board, k, d, max_error_mm)
+    try:
+        return calibrate_automatically(image, board, k, d, max_error_mm)
+    except KnockcamError as exc:
+        seen = cards_seen(found)
+        if not seen:
+            raise
+        raise KnockcamError(f"{exc.reason} (and {seen} of the 4 marker cards only, too few to calibrate on)",
+                            "frame all four cards, closer and in focus, or " + exc.what_to_do if exc.what_to_do
+                            else "frame all four cards, closer and in focus") from None
 
 
 def check_size(cal: Calibration, image: np.ndarray | tuple[int, int], name: str, photo: str, fix: str) -> None:

@@ -33,9 +33,14 @@ def _cfg() -> dict:
     return settings.load("calibrate")["markers"]
 
 
+def cards_seen(found: dict[int, np.ndarray]) -> int:
+    """How many of the sheet's cards ``detect_markers`` found (other ArUco ids are not the sheet's)."""
+    return sum(int(i) in found for i in _cfg()["ids"])
+
+
 def enough_cards(found: dict[int, np.ndarray]) -> bool:
     """Whether ``detect_markers`` found enough of the sheet's cards to calibrate on (``min_markers``)."""
-    return sum(int(i) in found for i in _cfg()["ids"]) >= int(_cfg()["min_markers"])
+    return cards_seen(found) >= int(_cfg()["min_markers"])
 
 
 def dictionary():

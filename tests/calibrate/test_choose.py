@@ -406,3 +406,26 @@ def test_corners_far_off_the_board_are_refused_even_with_a_generous_max_error(bo
         calibrate_from_corners(photo, board, parse_corners(corners), max_error_mm=8)
     true = parse_corners("335.764,432.18 519.668,659.03 1031.172,234.85 846.159,15.076")
     assert calibrate_from_corners(photo, board, true, max_error_mm=8).error_mm < 3
+
+
+def test_too_few_marker_cards_are_named_when_the_board_is_not_found_either(marker_scene, board, monkeypatch):
+    """A user who laid the cards is told that only some were seen, not only that the outline was not found."""
+    import cv2
+
+    from knockcam.calibrate import choose
+    from knockcam.calibrate.markers import detect_markers
+
+    def not_found(*args, **kwargs):
+        raise KnockcamError("board not found", "give --corners")
+
+    monkeypatch.setattr(choose, "calibrate_automatically", not_found)
+    image = marker_scene.image.copy()
+    for quad in list(detect_markers(image).values())[:2]:  # two cards covered (cups set on them)
+        cv2.circle(image, tuple(int(v) for v in quad.mean(axis=0)), int(np.linalg.norm(quad[0] - quad[2])),
+                   (40, 80, 120), -1)
+    with pytest.raises(KnockcamError, match=r"^board not found \(and 2 of the 4 marker cards only, too few to "
+                                            r"calibrate on\): frame all four cards, closer and in focus, or give "
+                                            r"--corners$"):
+        calibrate(image, board)
+    with pytest.raises(KnockcamError, match=r"^board not found: give --corners$"):  # no card: as it was
+        calibrate(_table(720, 1280), board)
