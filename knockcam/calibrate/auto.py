@@ -154,8 +154,8 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
 
 def _a_row_along(fits: list, images, ridges, board: Board, radii, margin: float) -> list:
     """The best registration so far moved a row of spaces along the board, either way, and registered again;
-    kept only when one fits the printed lines better by ``margin`` at least (else they would only sway which
-    fit the board's edges choose). The rows repeat along the board, so the grid can settle a whole row off
+    kept only when one fits the printed lines better by ``margin`` at least, with more samples on a line too
+    (else they would only sway which fit the board's edges choose). The rows repeat along the board, so the grid can settle a whole row off
     where the outline found was a row off too (a table's stripe taken for the board's near edge, a printed
     line across it for its far edge: tuning render 4244/101 placed 85 mm off at 71% of its samples on a
     line, a row along 97%)."""
@@ -166,7 +166,9 @@ def _a_row_along(fits: list, images, ridges, board: Board, radii, margin: float)
         return []
     along = [(fit_grid(img, best.homography @ np.array([[1, 0, 0], [0, 1, d], [0, 0, 1.0]]), board, radii=radii,
                        bow=False, ridge=ridge), img) for d in (pitch, -pitch)]
-    return along if max(f.score for f, _ in along) >= best.score + margin else []
+    # better in share and in count: moved a row out of the photo, fewer samples in view can raise the share alone
+    better = [f for f, _ in along if f.score >= best.score + margin and f.inliers > best.inliers]
+    return along if better else []
 
 
 def row_pitch_mm(board: Board) -> float:
