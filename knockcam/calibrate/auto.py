@@ -155,10 +155,10 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
 def _a_row_along(fits: list, images, ridges, board: Board, radii, margin: float) -> list:
     """The best registration so far moved a row of spaces along the board, either way, and registered again;
     kept only when one fits the printed lines better by ``margin`` at least, with more samples on a line too
-    (else they would only sway which fit the board's edges choose). The rows repeat along the board, so the grid can settle a whole row off
-    where the outline found was a row off too (a table's stripe taken for the board's near edge, a printed
-    line across it for its far edge: tuning render 4244/101 placed 85 mm off at 71% of its samples on a
-    line, a row along 97%)."""
+    (else they would only sway which fit the board's edges choose). The rows repeat along the board, so the
+    grid can settle a whole row off where the outline found was a row off too (a table's stripe taken for the
+    board's near edge, a printed line across it for its far edge: tuning render 4244/101 placed 85 mm off at
+    71% of its samples on a line, a row along 97%)."""
     best, img = max(fits, key=lambda f: f[0].score)
     ridge = next(r for i, r in zip(images, ridges) if i is img)
     pitch = row_pitch_mm(board)
