@@ -65,13 +65,13 @@ def detect_markers(image: np.ndarray) -> dict[int, np.ndarray]:
     are looked for again in the photo enlarged and sharpened (calibrate.yaml ``markers.second_look``)."""
     gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
     found = _detect(gray)
-    if any(int(i) not in found for i in _cfg()["ids"]):
+    if cards_seen(found) < len(_cfg()["ids"]):
         again = _cfg()["second_look"]
-        scale = min(float(again["scale"]), float(again["max_px"]) / max(gray.shape))  # not past max_px
+        # enlarged, but not past max_px: a photo that large is searched as it is, sharpened
+        scale = max(1.0, min(float(again["scale"]), float(again["max_px"]) / max(gray.shape)))
         weight = float(again["sharpen"])
         blurred = cv2.GaussianBlur(gray, (0, 0), float(again["sharpen_px"]))
         sharp = cv2.addWeighted(gray, 1 + weight, blurred, -weight, 0)
-        scale = max(scale, 1.0)  # a photo that large is searched as it is, sharpened
         big = cv2.resize(sharp, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC) if scale > 1 else sharp
         for i, corners in _detect(big, float(again["error_correction"])).items():
             found.setdefault(i, (corners + 0.5) / scale - 0.5)  # back to the photo's pixels (centres)
