@@ -51,15 +51,15 @@ def calibrate(image: np.ndarray, board: Board, corners=None, calibration_file: s
                            "retake the photo with the board better in view, or calibrate the reference again")
         # a reference calibration its photo could not check stays unchecked in every photo registered to it
         return replace(registered, unchecked=reference.calibration.unchecked)
-    from knockcam.calibrate.markers import cards_seen, detect_markers, enough_cards
+    from knockcam.calibrate.markers import detect_markers
 
-    found = detect_markers(image)
-    if enough_cards(found):
-        return calibrate_with_markers(image, board, k, d, max_error_mm, found)
+    cards = detect_markers(image, asked=False)
+    if cards.enough:
+        return calibrate_with_markers(image, board, k, d, max_error_mm, cards)
     try:
         return calibrate_automatically(image, board, k, d, max_error_mm)
     except KnockcamError as exc:
-        seen = cards_seen(found)
+        seen = cards.seen
         if not seen:
             raise
         raise KnockcamError(f"{exc.reason} (and {seen} of the 4 marker cards only, too few to calibrate on)",
@@ -146,12 +146,12 @@ def _printed_lines_check(image: np.ndarray, cal: Calibration, board: Board, max_
 
 
 def calibrate_with_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
-                           max_error_mm: float | None = None, found: dict | None = None) -> Calibration:
+                           max_error_mm: float | None = None, cards=None) -> Calibration:
     """The marker cards' calibration, checked: a refusal says to lay the cards again, not to lay them.
-    ``found``: the cards ``detect_markers`` found in ``image``, when the caller has looked already."""
+    ``cards``: the ``Cards`` ``detect_markers`` found in ``image``, when the caller has looked already."""
     from knockcam.calibrate.markers import calibrate_markers
 
-    return check(calibrate_markers(image, board, camera_matrix, dist_coeffs, found), max_error_mm,
+    return check(calibrate_markers(image, board, camera_matrix, dist_coeffs, cards), max_error_mm,
                  "lay the cards flat against the board's corners (calibration/README.md) and retake the photo "
                  "in focus, or give --corners")
 

@@ -420,7 +420,7 @@ def test_too_few_marker_cards_are_named_when_the_board_is_not_found_either(marke
 
     monkeypatch.setattr(choose, "calibrate_automatically", not_found)
     image = marker_scene.image.copy()
-    for quad in list(detect_markers(image).values())[:2]:  # two cards covered (cups set on them)
+    for quad in list(detect_markers(image).corners.values())[:2]:  # two cards covered (cups set on them)
         cv2.circle(image, tuple(int(v) for v in quad.mean(axis=0)), int(np.linalg.norm(quad[0] - quad[2])),
                    (40, 80, 120), -1)
     with pytest.raises(KnockcamError, match=r"^board not found \(and 2 of the 4 marker cards only, too few to "
