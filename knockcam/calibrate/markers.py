@@ -129,7 +129,8 @@ def _deblurred_look(cards: Cards) -> Cards:
     if _seen(corners) == cards.seen:
         return cards
     best = looks[0]
-    face = best.face_photo if scale == 1 else cv2.resize(best.face_photo, gray.shape[::-1], interpolation=cv2.INTER_CUBIC)
+    face = best.face_photo if scale == 1 else cv2.resize(best.face_photo, gray.shape[::-1],
+                                                         interpolation=cv2.INTER_CUBIC)
     return Cards(corners, face, best.sharpened_for)
 
 
