@@ -95,9 +95,13 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     ridges = [ridge_image(img.astype(np.float32), 1.0) for img in images]  # as fit_grid smooths them, once
     fits = [(fit_grid(img, h0, board, radii=radii, bow=False, ridge=ridge), img)
             for img, ridge in zip(images, ridges) for h0, radii in starts]
-    fits += _a_row_along(fits, images, ridges, board, tuple(float(r) for r in cfg["grid_radii"]),
-                         float(cfg["grid_rival_margin"]))
+    # a board cut by the photo's edge is looked for from the best registration, and again from a row along it
+    # when that fits clearly better (cut tuning renders 4247/30 and 4247/28 need one each)
     fits, line_fits = _cut_by_the_edge(fits, images[0], ridges[0], hom, line_fits, board, cfg)
+    along = _a_row_along(fits, images, ridges, board, tuple(float(r) for r in cfg["grid_radii"]),
+                         float(cfg["grid_rival_margin"]))
+    if along:
+        fits, line_fits = _cut_by_the_edge(fits + along, images[0], ridges[0], hom, line_fits, board, cfg)
     fit, gray = max(fits, key=lambda f: f[0].score)
     best_fit = fit
     if line_fits is not None:
