@@ -7,7 +7,8 @@ board corner (calibration/README.md). Sixteen marker corners give a least-square
 table, where the cards lie, and a residual; the cards' placement by hand (about 1 mm) is not in that
 residual. The board's face lies a board's thickness above the table: seen obliquely, a few mm of it
 move the corners by as much, so the board's printed lines measure that lift, and any hump of a board
-that does not lie flat (``grid.fit_lift``).
+that does not lie flat (``grid.fit_lift``). Cards a blur hides are looked for in the photo with the
+blur read off it undone, and the face is then read in that sharpened photo (``_deblurred_look``).
 Three cards only start the printed grid's fit, which measures the corner they leave out.
 """
 
@@ -24,6 +25,7 @@ from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
 from knockcam.calibrate.quality import board_corners_mm, homography_from_points, plausible, residual_mm
+from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
 
 CARD_MM = 80.0
@@ -112,15 +114,13 @@ def _deblurred_look(cards: Cards) -> Cards:
     reading that finds the most cards first; the face is then read in that sharpened photo. The blur is read
     and undone at the size the automatic method searches (calibrate.yaml photo.max_px), where its reach is
     tuned. A blur undone with a symmetric kernel does not move the corners."""
-    from knockcam.calibrate.sharpen import blur_readings, sharpened
-
     gray = cards.face_photo
     scale = min(1.0, float(settings.load("calibrate")["photo"]["max_px"]) / max(gray.shape))
     small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
     looks = []
     for blur in blur_readings(small):
         sharp = sharpened(small, blur)
-        looks.append((Cards({i: _unscaled(c, scale) for i, c in _look(sharp).items()}, sharp, blur.describe())))
+        looks.append(Cards({i: _unscaled(c, scale) for i, c in _look(sharp).items()}, sharp, blur.describe()))
     looks.sort(key=lambda look: look.seen, reverse=True)
     corners = dict(cards.corners)
     for look in looks:
@@ -179,14 +179,14 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     if camera_matrix is not None and dist_coeffs is not None:
         gray = cv2.undistort(gray, camera_matrix, dist_coeffs)
     face, lift_mm, lift_error, lift_source = face_above_table(gray, on_table, board)
-    sharpened = f"; cards and face found in the photo sharpened for {cards.sharpened_for} read off it" \
-        if cards.sharpened_for else ""
+    deblurred = (f"; the cards missed at first, and the face, found in the photo sharpened for {cards.sharpened_for} "
+                 "read off it") if cards.sharpened_for else ""
     cal = Calibration(method="markers", image_size=size, homography=face.homography, hump=face.hump,
                       camera_matrix=camera_matrix, dist_coeffs=dist_coeffs, error_mm=float(np.hypot(rms, lift_error)),
                       error_source=f"residual: RMS of {len(px)} marker corners ({len(ids)} cards) mapped to "
                                    f"board mm ({rms:.2f} mm), with the board's face {lift_mm:.1f} mm above the cards "
                                    f"({lift_source}: {lift_error:.2f} mm at the worst corner); card placement by hand "
-                                   f"not included{sharpened}")
+                                   f"not included{deblurred}")
     return _confirmed_by_grid(image, board, cal, missing[0]) if missing else cal
 
 
