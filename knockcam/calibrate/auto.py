@@ -27,7 +27,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_copy
-from knockcam.calibrate.cut import near_edge, past_the_edge
+from knockcam.calibrate.cut import near_edge, past_the_edge, shifted
 from knockcam.calibrate.edges import edge_width_px, line_fit_error_mm, refine_sides, side_face_px, up_px
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px, ridge_image)
@@ -168,8 +168,8 @@ def _a_row_along(fits: list, images, ridges, board: Board, radii, margin: float)
     pitch = row_pitch_mm(board)
     if pitch <= 0:
         return []
-    along = [(fit_grid(img, best.homography @ np.array([[1, 0, 0], [0, 1, d], [0, 0, 1.0]]), board, radii=radii,
-                       bow=False, ridge=ridge), img) for d in (pitch, -pitch)]
+    along = [(fit_grid(img, shifted(best.homography, 1, d), board, radii=radii, bow=False, ridge=ridge), img)
+             for d in (pitch, -pitch)]
     # better in share and in count: moved a row out of the photo, fewer samples in view can raise the share alone
     better = [f for f, _ in along if f.score >= best.score + margin and f.inliers > best.inliers]
     return along if better else []

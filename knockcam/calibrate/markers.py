@@ -23,7 +23,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.calibration import Calibration, resize_matrix, working_copy
 from knockcam.calibrate.quality import board_corners_mm, homography_from_points, plausible, residual_mm
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
@@ -82,10 +82,10 @@ def detect_markers(image: np.ndarray, asked: bool = True) -> Cards:
     falls back to the automatic method) the blur is undone only when some card was seen, sparing every photo
     without cards its cost (0.1-0.3 s)."""
     gray = image if image.ndim == 2 else cv2.cvtColor(image[..., :3], cv2.COLOR_BGR2GRAY)
-    cards = Cards(_look(gray), gray)
-    if cards.seen == len(_cfg()["ids"]) or not (asked or cards.seen):
-        return cards
-    return _deblurred_look(cards)
+    found = _look(gray)
+    if _seen(found) == len(_cfg()["ids"]) or not (asked or _seen(found)):
+        return Cards(found, gray)
+    return _deblurred_look(gray, found)
 
 
 def _look(gray: np.ndarray) -> dict[int, np.ndarray]:
@@ -108,29 +108,29 @@ def _seen(corners: dict[int, np.ndarray]) -> int:
     return sum(int(i) in corners for i in _cfg()["ids"])
 
 
-def _deblurred_look(cards: Cards) -> Cards:
-    """``cards`` with those it lacks taken from the photo sharpened for a blur read off it
-    (knockcam.calibrate.sharpen: a shaken or unfocused photo smears a small card's squares together), the
+def _deblurred_look(gray: np.ndarray, found: dict[int, np.ndarray]) -> Cards:
+    """The cards ``found`` in ``gray``, with those they lack taken from the photo sharpened for a blur read off
+    it (knockcam.calibrate.sharpen: a shaken or unfocused photo smears a small card's squares together), the
     reading that finds the most cards first; the face is then read in that sharpened photo. The blur is read
-    and undone at the size the automatic method searches (calibrate.yaml photo.max_px), where its reach is
-    tuned. A blur undone with a symmetric kernel does not move the corners."""
-    gray = cards.face_photo
-    scale = min(1.0, float(settings.load("calibrate")["photo"]["max_px"]) / max(gray.shape))
-    small = cv2.resize(gray, None, fx=scale, fy=scale, interpolation=cv2.INTER_AREA) if scale < 1 else gray
+    and undone at the size the automatic method searches (``working_copy``), where its reach is tuned. A blur
+    undone with a symmetric kernel does not move the corners."""
+    small = working_copy(gray)
+    to_photo = np.linalg.inv(resize_matrix(gray.shape[::-1], small.shape[::-1]))
     looks = []
     for blur in blur_readings(small):
         sharp = sharpened(small, blur)
-        looks.append(Cards({i: _unscaled(c, scale) for i, c in _look(sharp).items()}, sharp, blur.describe()))
+        looks.append(Cards({i: cv2.perspectiveTransform(c.reshape(-1, 1, 2), to_photo).reshape(-1, 2)
+                            for i, c in _look(sharp).items()}, sharp, blur.describe()))
     looks.sort(key=lambda look: look.seen, reverse=True)
-    corners = dict(cards.corners)
+    corners = dict(found)
     for look in looks:
         for i, c in look.corners.items():
             corners.setdefault(i, c)
-    if _seen(corners) == cards.seen:
-        return cards
+    if _seen(corners) == _seen(found):
+        return Cards(found, gray)
     best = looks[0]
-    face = best.face_photo if scale == 1 else cv2.resize(best.face_photo, gray.shape[::-1],
-                                                         interpolation=cv2.INTER_CUBIC)
+    face = best.face_photo if small is gray else cv2.resize(best.face_photo, gray.shape[::-1],
+                                                            interpolation=cv2.INTER_CUBIC)
     return Cards(corners, face, best.sharpened_for)
 
 
