@@ -69,8 +69,14 @@ def generate(out: Path, board: Board, count: int, seed: int, mode: str = "stills
     start = time.perf_counter()
     workers = max(1, min(int(workers), count, os.cpu_count() or 1))
     if workers == 1:
-        _init(board, out, seed, mode, cfg)
-        labels = sum(_one(i) for i in range(count))
+        import cv2
+
+        threads = cv2.getNumThreads()
+        try:  # one OpenCV thread, as in a pool worker, so the files match; the caller's count is restored after
+            _init(board, out, seed, mode, cfg)
+            labels = sum(_one(i) for i in range(count))
+        finally:
+            cv2.setNumThreads(threads)
     else:
         with get_context("fork").Pool(workers, initializer=_init, initargs=(board, out, seed, mode, cfg)) as pool:
             labels = sum(pool.imap_unordered(_one, range(count), chunksize=4))
