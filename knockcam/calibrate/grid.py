@@ -383,14 +383,16 @@ class Lift(NamedTuple):
 
 
 def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_mm=(-3.0, 15.0),
-             radii=(4.0, 3.0, 2.0), iterations: int = 4, min_samples: int = 60, hump: bool = True) -> Lift | None:
+             radii=(4.0, 3.0, 2.0), iterations: int = 4, min_samples: int = 60, hump: bool = True,
+             height_mm: float | None = None) -> Lift | None:
     """How far above the plane of ``homography`` (board mm -> pixels of ``gray``) the printed lines lie:
     the board's face above the table, where the marker cards lie. A point p of the face is at
     ``homography`` p + (t + hump(p)) ``up`` (``up`` as for ``fit_grid_bowed``, the image of a 1 mm step
     up; the hump is ``fit_grid_bowed``'s, zero at the corners): three unknowns. The lift in ``search_mm``
     that puts the most samples on a printed line, dark or light (0.5 mm steps, the board flat), starts
     Gauss-Newton on their across-line offsets with Tukey weights, as ``fit_grid``; None when fewer than
-    ``min_samples`` are found. ``hump=False``: the face flat, the lift the only unknown."""
+    ``min_samples`` are found. ``hump=False``: the face flat, the lift the only unknown. ``height_mm``: the
+    lift held there, the hump the only unknowns (its standard error is then 0: it was not measured)."""
     sm = _samples(homography, board)
     upn = np.asarray(up, np.float64) / sm.h22
     step = np.outer(upn, [0.0, 0.0, 1.0])  # 1 mm of lift, on hn's scale
@@ -404,6 +406,9 @@ def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_
         found, ok, _, _ = measure(img, np.array([lift, along, 0.0]), radii[-1])
         return int((ok & (np.abs(found) <= 1.0)).sum())
 
+    held = np.array([height_mm is not None, not hump, not hump])  # parameters kept at their start
+    if height_mm is not None:
+        search_mm = (height_mm, height_mm)
     starts = [(on_lines(img, t), float(t), img) for img in (ridge_image(plain, 1.0), ridge_image(255 - plain, 1.0))
               for t in np.arange(search_mm[0], search_mm[1] + 0.25, 0.5)]
     best, lift, img = max(starts, key=lambda s: s[0])
@@ -428,13 +433,13 @@ def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_
             moved = _project(sm.hn + (x[0] + 1) * step, np.concatenate([x[1] * upn, x[2] * upn]), sm.pn[ok],
                              sm.s1[ok], sm.s2[ok])[0] - q0  # where 1 mm more of height moves each sample
             d = np.sum(moved * nimg[ok], axis=1)  # ... across its line
-            jac = np.column_stack([d, d * sm.s1[ok], d * sm.s2[ok]] if hump else [d, 0 * d, 0 * d])
+            jac = np.column_stack([d, d * sm.s1[ok], d * sm.s2[ok]]) * ~held
             res = found[ok]
             sigma = float(np.median(np.abs(res - np.median(res)))) * 1.4826
             c = max(3.0 * sigma, 0.75 if stage == len(radii) - 1 else radius / 3)
             wts = np.clip(1 - (res / (2.5 * c)) ** 2, 0, None) ** 2
             a = jac * np.sqrt(wts)[:, None]
-            info = a.T @ a + (0 if hump else np.diag([0.0, 1.0, 1.0]))  # flat: the hump terms stay 0
+            info = a.T @ a + np.diag(held.astype(float))  # the held terms stay where they started
             if np.linalg.cond(info) > 1e12:
                 return None
             delta = np.linalg.solve(info, a.T @ (res * np.sqrt(wts)))
@@ -442,7 +447,7 @@ def fit_lift(gray: np.ndarray, homography: np.ndarray, up, board: Board, search_
             if np.abs(delta).max() < 1e-3:
                 break
     a = jac * np.sqrt(wts)[:, None]
-    se = max(sigma, 0.05) * np.sqrt(np.linalg.inv(a.T @ a + (0 if hump else np.diag([0.0, 1.0, 1.0])))[0, 0])
+    se = 0.0 if held[0] else max(sigma, 0.05) * np.sqrt(np.linalg.inv(a.T @ a + np.diag(held.astype(float)))[0, 0])
     return Lift(float(x[0]), float(se), int((wts > 0).sum()), (float(x[1]), float(x[2])))
 
 

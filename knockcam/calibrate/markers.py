@@ -208,8 +208,19 @@ def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tu
         lift = fit_lift(gray, on_table, up, board, (low, high), hump=False)
     if lift is not None and _believed(lift, cfg):
         height, unsure, bow = lift.mm, float(cfg["se_factor"]) * lift.se_mm, lift.hump
+        thinnest, thickest = (float(v) for v in settings.load("calibrate")["auto"]["thickness_mm"])
+        taken = ""
+        if not thinnest <= lift.mm <= thickest:  # no board is that thin (thick): the height traded for a hump
+            height = min(max(lift.mm, thinnest), thickest)
+            unsure += abs(lift.mm - height)  # the read's doubt, and how far the height was moved from it
+            taken = (f" as {lift.mm:.1f} mm, taken at a board's {'thinnest' if lift.mm < thinnest else 'thickest'}"
+                     f" (auto.thickness_mm)")
+            again = fit_lift(gray, on_table, up, board, (low, high), height_mm=height) if any(bow) else None
+            bow = again.hump if again is not None and _believed(again, cfg) else (0.0, 0.0)
         humped = f", a hump of {bow[0]:.1f} mm along it and {bow[1]:.1f} mm across" if any(bow) else ""
-        source = f"read off {lift.samples} printed-line samples{humped}; {cfg['se_factor']} x its standard error"
+        plus = f", plus the {abs(lift.mm - height):.1f} mm it was moved" if taken else ""
+        source = (f"read off {lift.samples} printed-line samples{taken}{humped}; {cfg['se_factor']} x its standard "
+                  f"error{plus}")
     else:
         height, unsure, bow = float(cfg["thickness_mm"]), float(cfg["unsure_mm"]), (0.0, 0.0)
         seen = "not read" if lift is None else f"read as {lift.mm:.1f} mm, outside {low}-{high} mm"

@@ -154,6 +154,37 @@ def test_a_humped_board_is_read_with_its_hump_not_as_a_thicker_one(board):
     assert _corner_errors(lifted / lifted[2, 2], truth, board).max() > 3.0
 
 
+def test_a_height_held_fits_the_hump_alone(board):
+    image, truth, rendered = _markers_render(12)  # a hump of 7.4 mm along the board, 2.7 mm thick
+    gray = cv2.undistort(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.camera_matrix, truth.dist_coeffs)
+    found, expected = detect_markers(image).corners, marker_corners_mm(board)
+    px = cv2.undistortPoints(np.vstack([found[i] for i in sorted(found)]).reshape(-1, 1, 2), truth.camera_matrix,
+                             truth.dist_coeffs, P=truth.camera_matrix).reshape(-1, 2)
+    on_table = homography_from_points(np.vstack([expected[i] for i in sorted(found)]), px)
+    up = up_px(on_table, board, truth.image_size)
+    thickness = rendered.spec.board_thickness_mm
+    held = fit_lift(gray, on_table, up, board, (-3.0, 15.0), height_mm=thickness)
+    assert held.mm == thickness and held.se_mm == 0.0  # held, not measured
+    assert 5.0 < held.hump[0] < 10.0
+    assert fit_lift(gray, on_table, up, board, (-3.0, 15.0), height_mm=-2.0).hump != held.hump
+
+
+def test_a_face_read_thinner_than_any_board_is_taken_at_the_thinnest(board):
+    """Tuning render 4249/25 (a board 3.3 mm thick with a 2.0 mm hump): its lines read the face 1.8 mm below the
+    cards with a 7.9 mm hump, and the corners went 5.6 mm off. No board is that thin (calibrate.yaml
+    auto.thickness_mm): the face is taken at the thinnest and the hump fitted again there."""
+    from knockcam.calibrate import bench
+
+    image, truth = bench._synth_photo(board, 25, seed=4249, preset="markers")
+    cal = calibrate_markers(image, board)  # the lens not given
+    thinnest = settings.load("calibrate")["auto"]["thickness_mm"][0]
+    assert f"face {thinnest:.1f} mm above the cards" in cal.error_source
+    assert "as -1.8 mm, taken at a board's thinnest" in cal.error_source
+    off = corner_errors_mm(cal, truth, board).max()
+    assert off < 3.2 and cal.error_mm > off  # the error counts how far the height was moved, so it covers this
+    assert cal.hump is not None and cal.hump.along_mm < 6.0
+
+
 @pytest.fixture(scope="module")
 def shaken_render():
     """knockcam.synth render 0 of tuning run 4245 with the cards laid: a motion blur of about 7 px smears the
