@@ -137,18 +137,24 @@ def test_small_blurred_cards_missed_at_first_are_found_in_the_photo_enlarged(boa
         assert np.abs(found[marker_id] - cam.project(np.column_stack([quad, np.full(4, -thickness)]))).max() < 2.0
 
 
+def _lens_undone_table(image: np.ndarray, truth, board):
+    """The grey photo with the true lens undone, the homography of the table the cards lie on (their 16 corners)
+    and the image of a 1 mm step up from it."""
+    gray = cv2.undistort(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.camera_matrix, truth.dist_coeffs)
+    found, expected = detect_markers(image).corners, marker_corners_mm(board)
+    px = cv2.undistortPoints(np.vstack([found[i] for i in sorted(found)]).reshape(-1, 1, 2), truth.camera_matrix,
+                             truth.dist_coeffs, P=truth.camera_matrix).reshape(-1, 2)
+    on_table = homography_from_points(np.vstack([expected[i] for i in sorted(found)]), px)
+    return gray, on_table, up_px(on_table, board, truth.image_size)
+
+
 def test_a_humped_board_is_read_with_its_hump_not_as_a_thicker_one(board):
     image, truth, rendered = _markers_render(12)  # a hump of 7.4 mm along the board, 2.7 mm thick
     cal = calibrate_markers(image, board, truth.camera_matrix, truth.dist_coeffs)
     assert cal.hump is not None and 4.0 < cal.hump.along_mm < 11.0
     assert board_errors_mm(cal, truth, board).max() < 1.5
     # read flat, the hump's lines lift the whole face: the corners went 11.9 mm off
-    gray = cv2.undistort(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.camera_matrix, truth.dist_coeffs)
-    found, expected = detect_markers(image).corners, marker_corners_mm(board)
-    px = cv2.undistortPoints(np.vstack([found[i] for i in sorted(found)]).reshape(-1, 1, 2), truth.camera_matrix,
-                             truth.dist_coeffs, P=truth.camera_matrix).reshape(-1, 2)
-    on_table = homography_from_points(np.vstack([expected[i] for i in sorted(found)]), px)
-    up = up_px(on_table, board, truth.image_size)
+    gray, on_table, up = _lens_undone_table(image, truth, board)
     flat = fit_lift(gray, on_table, up, board, (-3.0, 15.0), hump=False)
     lifted = on_table + flat.mm * np.outer(up, [0.0, 0.0, 1.0])
     assert _corner_errors(lifted / lifted[2, 2], truth, board).max() > 3.0
@@ -156,12 +162,7 @@ def test_a_humped_board_is_read_with_its_hump_not_as_a_thicker_one(board):
 
 def test_a_height_held_fits_the_hump_alone(board):
     image, truth, rendered = _markers_render(12)  # a hump of 7.4 mm along the board, 2.7 mm thick
-    gray = cv2.undistort(cv2.cvtColor(image, cv2.COLOR_BGR2GRAY), truth.camera_matrix, truth.dist_coeffs)
-    found, expected = detect_markers(image).corners, marker_corners_mm(board)
-    px = cv2.undistortPoints(np.vstack([found[i] for i in sorted(found)]).reshape(-1, 1, 2), truth.camera_matrix,
-                             truth.dist_coeffs, P=truth.camera_matrix).reshape(-1, 2)
-    on_table = homography_from_points(np.vstack([expected[i] for i in sorted(found)]), px)
-    up = up_px(on_table, board, truth.image_size)
+    gray, on_table, up = _lens_undone_table(image, truth, board)
     thickness = rendered.spec.board_thickness_mm
     held = fit_lift(gray, on_table, up, board, (-3.0, 15.0), height_mm=thickness)
     assert held.mm == thickness and held.se_mm == 0.0  # held, not measured
