@@ -194,7 +194,8 @@ def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tu
     """The board's face from the homography of the table the cards lie on: (a Calibration with its homography
     and hump, how far above the table it lies at the corners in mm, what that height's uncertainty moves the
     worst board corner by in mm, where the height came from). The printed lines give the height and the hump
-    when they are seen; otherwise calibrate.yaml's thickness, the face flat."""
+    when they are seen (a height no board has, auto.thickness_mm, taken at the nearest one can: a hump read
+    in its place pulled it there); otherwise calibrate.yaml's thickness, the face flat."""
     from knockcam.calibrate.calibration import Hump
     from knockcam.calibrate.edges import up_px
     from knockcam.calibrate.grid import fit_lift
