@@ -141,7 +141,7 @@ def _unscaled(corners: np.ndarray, scale: float) -> np.ndarray:
 
 def _detect(gray: np.ndarray, error_correction: float | None = None) -> dict[int, np.ndarray]:
     params = cv2.aruco.DetectorParameters()
-    params.cornerRefinementMethod = cv2.aruco.CORNER_REFINE_SUBPIX
+    params.cornerRefinementMethod = getattr(cv2.aruco, _cfg()["corner_refinement"])
     if error_correction is not None:
         params.errorCorrectionRate = error_correction
     corners, ids, _ = cv2.aruco.ArucoDetector(dictionary(), params).detectMarkers(gray)

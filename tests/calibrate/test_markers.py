@@ -171,8 +171,9 @@ def test_a_height_held_fits_the_hump_alone(board):
 
 
 def test_a_face_read_thinner_than_any_board_is_taken_at_the_thinnest(board):
-    """Tuning render 4249/25 (a board 3.3 mm thick with a 2.0 mm hump): its lines read the face 1.8 mm below the
-    cards with a 7.9 mm hump, and the corners went 5.6 mm off. No board is that thin (calibrate.yaml
+    """Tuning render 4249/25 (a board 3.3 mm thick with a 2.0 mm hump): its lines read the face below the cards
+    (1.8 mm below with a 7.9 mm hump and the corners 5.6 mm off, its cards' corners refined by ArUco's SUBPIX
+    method; 1.4 mm below by CONTOUR). No board is that thin (calibrate.yaml
     auto.thickness_mm): the face is taken at the thinnest and the hump fitted again there."""
     from knockcam.calibrate import bench
 
@@ -180,7 +181,8 @@ def test_a_face_read_thinner_than_any_board_is_taken_at_the_thinnest(board):
     cal = calibrate_markers(image, board)  # the lens not given
     thinnest = settings.load("calibrate")["auto"]["thickness_mm"][0]
     assert f"face {thinnest:.1f} mm above the cards" in cal.error_source
-    assert "as -1.81 mm, taken at a board's thinnest" in cal.error_source
+    read = re.search(r"as (-?[0-9.]+) mm, taken at a board's thinnest", cal.error_source)
+    assert read and float(read.group(1)) < 0.0
     off = corner_errors_mm(cal, truth, board).max()
     assert off < 3.2 and cal.error_mm > off  # the error counts how far the height was moved, so it covers this
     assert cal.hump is not None and cal.hump.along_mm < 6.0
