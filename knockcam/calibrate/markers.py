@@ -210,16 +210,17 @@ def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tu
     if lift is not None and _believed(lift, cfg):
         height, unsure, bow = lift.mm, float(cfg["se_factor"]) * lift.se_mm, lift.hump
         thinnest, thickest = (float(v) for v in settings.load("calibrate")["auto"]["thickness_mm"])
-        taken = ""
+        taken = plus = ""
         if not thinnest <= lift.mm <= thickest:  # no board is that thin (thick): the height traded for a hump
             height = min(max(lift.mm, thinnest), thickest)
-            unsure += abs(lift.mm - height)  # the read's doubt, and how far the height was moved from it
+            moved = abs(lift.mm - height)
+            unsure += moved  # the read's doubt, and how far the height was moved from it
             taken = (f" as {lift.mm:.2f} mm, taken at a board's {'thinnest' if lift.mm < thinnest else 'thickest'}"
                      f" (auto.thickness_mm)")
+            plus = f", plus the {moved:.2f} mm it was moved"
             again = fit_lift(gray, on_table, up, board, (low, high), height_mm=height) if any(bow) else None
             bow = again.hump if again is not None and _believed(again, cfg) else (0.0, 0.0)
         humped = f", a hump of {bow[0]:.1f} mm along it and {bow[1]:.1f} mm across" if any(bow) else ""
-        plus = f", plus the {abs(lift.mm - height):.2f} mm it was moved" if taken else ""
         source = (f"read off {lift.samples} printed-line samples{taken}{humped}; {cfg['se_factor']} x its standard "
                   f"error{plus}")
     else:
