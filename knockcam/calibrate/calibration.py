@@ -63,6 +63,12 @@ def resize_matrix(from_size: tuple[int, int], to_size: tuple[int, int]) -> np.nd
     return np.array([[sx, 0.0, 0.5 * sx - 0.5], [0.0, sy, 0.5 * sy - 0.5], [0.0, 0.0, 1.0]])
 
 
+def unscaled_px(points, scale: float) -> np.ndarray:
+    """Pixel positions found in an image resized by ``scale`` (cv2.resize: pixel centres at +0.5), in the
+    pixels of the image as it was: ``resize_matrix`` undone."""
+    return (np.asarray(points, np.float64) + 0.5) / scale - 0.5
+
+
 def tuned_px() -> int:
     """The long side (px) of the photos the automatic method is tuned on (calibrate.yaml photo.max_px): a
     larger photo is searched scaled down to it; in a smaller one the board is found less often."""

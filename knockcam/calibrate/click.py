@@ -8,6 +8,7 @@ import sys
 import numpy as np
 
 from knockcam import settings
+from knockcam.calibrate.calibration import unscaled_px
 from knockcam.errors import KnockcamError
 
 HEADLESS = ("no display to click on: give --corners \"x,y x,y x,y x,y\" (near-left, near-right, far-right, "
@@ -70,7 +71,7 @@ def click_corners(image: np.ndarray) -> np.ndarray:
 
     def on_mouse(event, x, y, flags, param):  # noqa: ARG001 - OpenCV's signature
         if event == cv2.EVENT_LBUTTONDOWN and len(points) < 4:
-            points.append(((x + 0.5) / scale - 0.5, (y + 0.5) / scale - 0.5))
+            points.append(tuple(unscaled_px((x, y), scale)))
 
     try:
         cv2.namedWindow(title, cv2.WINDOW_AUTOSIZE)

@@ -23,7 +23,7 @@ import numpy as np
 
 from knockcam import settings
 from knockcam.board.layout import Board
-from knockcam.calibrate.calibration import Calibration, resize_matrix, working_copy
+from knockcam.calibrate.calibration import Calibration, resize_matrix, unscaled_px, working_copy
 from knockcam.calibrate.quality import board_corners_mm, homography_from_points, plausible, residual_mm
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
@@ -100,7 +100,7 @@ def _look(gray: np.ndarray) -> dict[int, np.ndarray]:
         sharp = cv2.addWeighted(gray, 1 + weight, blurred, -weight, 0)
         big = cv2.resize(sharp, None, fx=scale, fy=scale, interpolation=cv2.INTER_CUBIC) if scale > 1 else sharp
         for i, corners in _detect(big, float(again["error_correction"])).items():
-            found.setdefault(i, _unscaled(corners, scale))
+            found.setdefault(i, unscaled_px(corners, scale))
     return found
 
 
@@ -132,11 +132,6 @@ def _deblurred_look(gray: np.ndarray, found: dict[int, np.ndarray]) -> Cards:
     face = best.face_photo if small is gray else cv2.resize(best.face_photo, gray.shape[::-1],
                                                             interpolation=cv2.INTER_CUBIC)
     return Cards(corners, face, best.sharpened_for)
-
-
-def _unscaled(corners: np.ndarray, scale: float) -> np.ndarray:
-    """Pixel positions found in a photo resized by ``scale``, in the photo's own pixels (pixel centres)."""
-    return (corners + 0.5) / scale - 0.5
 
 
 def _detect(gray: np.ndarray, error_correction: float | None = None) -> dict[int, np.ndarray]:

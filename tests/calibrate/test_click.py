@@ -48,3 +48,30 @@ def test_a_display_that_does_not_answer_is_no_display(monkeypatch):
     with pytest.raises(KnockcamError, match=r"no display to click on: .*--corners.* "
                                             r"\(the display :987 does not answer\)"):
         click.click_corners(np.zeros((10, 10, 3), np.uint8))
+
+
+def test_clicks_in_a_scaled_down_window_land_on_the_photos_own_pixels(monkeypatch):
+    """A photo wider than click.max_window_px is shown scaled down; a click on a window pixel is the centre of
+    the photo pixels it covers (here 2 x 2 of them), in the order clicked, and Backspace takes one back."""
+    import cv2
+
+    monkeypatch.setattr(click, "has_display", lambda: True)
+    window = {}
+    for name in ("namedWindow", "destroyWindow"):
+        monkeypatch.setattr(cv2, name, lambda *args: None, raising=False)
+    monkeypatch.setattr(cv2, "setMouseCallback", lambda title, fn: window.update(on_mouse=fn), raising=False)
+    monkeypatch.setattr(cv2, "imshow", lambda title, canvas: window.update(shape=canvas.shape), raising=False)
+    # window pixels clicked, one per frame; None: Backspace (the mistaken click before it is taken back)
+    clicks = iter([(50, 500), (1150, 550), (7, 7), None, (1000, 25), (200, 40)])
+
+    def wait_key(ms):
+        where = next(clicks)
+        if where is None:
+            return 8
+        window["on_mouse"](cv2.EVENT_LBUTTONDOWN, where[0], where[1], 0, None)
+        return -1
+
+    monkeypatch.setattr(cv2, "waitKey", wait_key, raising=False)
+    corners = click.click_corners(np.zeros((1200, 2400, 3), np.uint8))
+    assert window["shape"] == (600, 1200, 3)
+    assert np.allclose(corners, [[100.5, 1000.5], [2300.5, 1100.5], [2000.5, 50.5], [400.5, 80.5]])
