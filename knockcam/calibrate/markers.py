@@ -146,6 +146,57 @@ def _detect(gray: np.ndarray, error_correction: float | None = None) -> dict[int
     return found
 
 
+def _too_few(found: dict[int, np.ndarray], expected: dict[int, np.ndarray], image_size: tuple[int, int]) -> str:
+    """The refusal when fewer than ``min_markers`` cards were found. From two cards on, the table's homography
+    through them says where each missing card should be and how large: outside the photo, too small to read
+    (under calibrate.yaml ``markers.small_card_px`` across), or in view and large enough (covered, blurred)."""
+    ids = [i for i in expected if i in found]
+    names = dict(zip(expected, CORNER_NAMES))
+    advice = "frame all four cards, closer and in focus, or give --corners"
+    if not ids:
+        return ("markers: found none of the 4 marker cards: lay the sheet's cards at the board's corners "
+                f"(calibration/README.md), {advice}")
+    said = f"markers: found {len(ids)} of 4 marker cards"
+    lacking = [i for i in expected if i not in found]
+    if len(ids) == 1:
+        return said + (f" (missing {_listed([names[i] for i in lacking])}; the one found is "
+                       f"{_side_px(found[ids[0]]):.0f} px across): {advice}")
+    table = homography_from_points(np.vstack([expected[i] for i in ids]), np.vstack([found[i] for i in ids]))
+    small = float(_cfg()["small_card_px"])
+    out, tiny, unread = [], [], []
+    for i in lacking:
+        where = cv2.perspectiveTransform(expected[i].reshape(-1, 1, 2), table).reshape(-1, 2)
+        x, y = where.mean(axis=0)
+        side = _side_px(where)
+        if not (0 <= x < image_size[0] and 0 <= y < image_size[1]):
+            out.append(names[i])
+        else:
+            (tiny if side < small else unread).append((names[i], f"{side:.0f}"))
+    why = []
+    if tiny:
+        why.append(f"the {_listed([n for n, _ in tiny])} {_cards(tiny)} would be {_listed([s for _, s in tiny])} px "
+                   f"across here, too small to read (under {small:.0f} px a card is often missed)")
+    if out:
+        why.append(f"the {_listed(out)} {_cards(out)} {'lies' if len(out) == 1 else 'lie'} outside the photo")
+    if unread:
+        why.append(f"the {_listed([n for n, _ in unread])} {_cards(unread)} would be "
+                   f"{_listed([s for _, s in unread])} px across, in view: covered, or blurred?")
+    return said + f" ({'; '.join(why)}): {advice}"
+
+
+def _listed(words: list[str]) -> str:
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def _cards(items: list) -> str:
+    return "card" if len(items) == 1 else "cards"
+
+
+def _side_px(corners: np.ndarray) -> float:
+    """How large a card's marker looks in the photo: the square root of its area (px)."""
+    return float(np.sqrt(abs(cv2.contourArea(np.asarray(corners, np.float32).reshape(-1, 2)))))
+
+
 def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_coeffs=None,
                       cards: Cards | None = None) -> Calibration:
     """The homography through the four cards' marker corners; error = RMS residual of those corners in board mm.
@@ -158,8 +209,7 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     ids = [i for i in expected if i in found]
     missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
     if len(ids) < int(cfg["min_markers"]):
-        raise KnockcamError(f"markers: found {len(ids)} of 4 marker cards (missing {', '.join(missing)}): lay the "
-                            "sheet's cards at the board's corners (calibration/README.md) or give --corners")
+        raise KnockcamError(_too_few(found, expected, (image.shape[1], image.shape[0])))
     mm = np.vstack([expected[i] for i in ids])
     px = np.vstack([found[i] for i in ids])
     if camera_matrix is not None and dist_coeffs is not None:

@@ -73,6 +73,45 @@ def test_three_cards_the_grid_does_not_confirm_are_refused_not_extrapolated(boar
 
 
 @pytest.fixture(scope="module")
+def large_cards_scene(board):
+    """Own scene 8: every card 43-45 px across."""
+    return make_scene(board, 8, markers=True)
+
+
+def _covered(image: np.ndarray, cards: list[int]) -> np.ndarray:
+    for card in cards:
+        image = _one_card_covered(image, card)
+    return image
+
+
+def test_two_cards_missing_are_said_to_be_in_view_as_large_as_they_are(large_cards_scene, board):
+    """Two cards found put the table's plane in the photo: a missing card's size is foretold from them."""
+    sides = {i: np.sqrt(cv2.contourArea(c.astype(np.float32))) for i, c in detect_markers(large_cards_scene.image)
+             .corners.items()}
+    with pytest.raises(KnockcamError) as refused:
+        calibrate_markers(_covered(large_cards_scene.image, [0, 1]), board)
+    said = re.fullmatch(r"markers: found 2 of 4 marker cards \(the near-left and near-right cards would be (\d+) "
+                        r"and (\d+) px across, in view: covered, or blurred\?\): frame all four cards, closer and "
+                        r"in focus, or give --corners", str(refused.value))
+    assert said, str(refused.value)
+    assert abs(int(said[1]) - sides[0]) <= 2 and abs(int(said[2]) - sides[1]) <= 2
+
+
+def test_cards_missing_outside_the_photo_or_too_small_are_said_to_be(large_cards_scene, board):
+    found = detect_markers(large_cards_scene.image).corners
+    right = int(min(found[0][:, 0].min(), found[1][:, 0].min())) - 5  # the near cards lie furthest right here
+    with pytest.raises(KnockcamError, match=r"found 2 of 4 marker cards \(the near-left and near-right cards lie "
+                                            r"outside the photo\): frame all four cards"):
+        calibrate_markers(np.ascontiguousarray(large_cards_scene.image[:, :right]), board)
+    mixed = make_scene(board, 6, markers=True)  # cards 59, 49, 27 and 32 px across
+    with pytest.raises(KnockcamError, match=r"found 2 of 4 marker cards \(the far-right card would be 2\d px "
+                                            r"across here, too small to read \(under 40 px a card is often missed\); "
+                                            r"the near-right card would be 4\d px across, in view: covered, or "
+                                            r"blurred\?\)"):
+        calibrate_markers(_covered(mixed.image, [1, 2]), board)
+
+
+@pytest.fixture(scope="module")
 def thick_board_scene(board):
     """Cards on the table, the board's face 5 mm above it, seen at an angle (tuning seed 4275)."""
     return make_scene(board, 4275, markers=True, thickness_mm=5.0)
