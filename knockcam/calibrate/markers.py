@@ -147,24 +147,33 @@ def _detect(gray: np.ndarray, error_correction: float | None = None) -> dict[int
 
 
 def _too_few(found: dict[int, np.ndarray], expected: dict[int, np.ndarray], image_size: tuple[int, int]) -> str:
-    """The refusal when fewer than ``min_markers`` cards were found. From two cards on, the table's homography
-    through them says where each missing card should be and how large: outside the photo, too small to read
-    (under calibrate.yaml ``markers.small_card_px`` across), or in view and large enough (covered, blurred)."""
+    """The refusal when fewer than ``min_markers`` cards were found; from two on, ``_missing`` says why."""
     ids = [i for i in expected if i in found]
-    names = dict(zip(expected, CORNER_NAMES))
     advice = "frame all four cards, closer and in focus, or give --corners"
     if not ids:
         return ("markers: found none of the 4 marker cards: lay the sheet's cards at the board's corners "
                 f"(calibration/README.md), {advice}")
-    said = f"markers: found {len(ids)} of 4 marker cards"
-    lacking = [i for i in expected if i not in found]
     if len(ids) == 1:
-        return said + (f" (missing {_listed([names[i] for i in lacking])}; the one found is "
-                       f"{_side_px(found[ids[0]]):.0f} px across): {advice}")
+        names = dict(zip(expected, CORNER_NAMES))
+        why = (f"missing {_listed([names[i] for i in expected if i not in found])}; the one found is "
+               f"{_side_px(found[ids[0]]):.0f} px across")
+    else:
+        why = _missing(found, expected, image_size)
+    return f"markers: found {len(ids)} of 4 marker cards ({why}): {advice}"
+
+
+def _missing(found: dict[int, np.ndarray], expected: dict[int, np.ndarray], image_size: tuple[int, int]) -> str:
+    """Where the cards not found should be, as the table's homography through two or more found ones puts them:
+    outside the photo, too small to read (under calibrate.yaml ``markers.small_card_px`` across), or in view and
+    large enough (covered, blurred)."""
+    ids = [i for i in expected if i in found]
+    names = dict(zip(expected, CORNER_NAMES))
     table = homography_from_points(np.vstack([expected[i] for i in ids]), np.vstack([found[i] for i in ids]))
     small = float(_cfg()["small_card_px"])
     out, tiny, unread = [], [], []
-    for i in lacking:
+    for i in expected:
+        if i in found:
+            continue
         where = cv2.perspectiveTransform(expected[i].reshape(-1, 1, 2), table).reshape(-1, 2)
         x, y = where.mean(axis=0)
         side = _side_px(where)
@@ -181,7 +190,7 @@ def _too_few(found: dict[int, np.ndarray], expected: dict[int, np.ndarray], imag
     if unread:
         why.append(f"the {_listed([n for n, _ in unread])} {_cards(unread)} would be "
                    f"{_listed([s for _, s in unread])} px across, in view: covered, or blurred?")
-    return said + f" ({'; '.join(why)}): {advice}"
+    return "; ".join(why)
 
 
 def _listed(words: list[str]) -> str:
@@ -208,14 +217,14 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     expected = marker_corners_mm(board)
     ids = [i for i in expected if i in found]
     missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
+    size = (image.shape[1], image.shape[0])
     if len(ids) < int(cfg["min_markers"]):
-        raise KnockcamError(_too_few(found, expected, (image.shape[1], image.shape[0])))
+        raise KnockcamError(_too_few(found, expected, size))
     mm = np.vstack([expected[i] for i in ids])
     px = np.vstack([found[i] for i in ids])
     if camera_matrix is not None and dist_coeffs is not None:
         px = cv2.undistortPoints(px.reshape(-1, 1, 2), camera_matrix, dist_coeffs, P=camera_matrix).reshape(-1, 2)
     on_table = homography_from_points(mm, px)
-    size = (image.shape[1], image.shape[0])
     why = plausible(on_table, board, size)
     if why:
         raise KnockcamError(f"markers: the cards do not sit at the board's corners ({why}); check calibration/README.md")
@@ -232,7 +241,7 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
                                    f"board mm ({rms:.2f} mm), with the board's face {lift_mm:.1f} mm above the cards "
                                    f"({lift_source}: {lift_error:.2f} mm at the worst corner); card placement by hand "
                                    f"not included{deblurred}")
-    return _confirmed_by_grid(image, board, cal, missing[0]) if missing else cal
+    return _confirmed_by_grid(image, board, cal, missing[0], _missing(found, expected, size)) if missing else cal
 
 
 def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tuple[Calibration, float, float, str]:
@@ -292,8 +301,9 @@ def _believed(lift, cfg: dict) -> bool:
     return low <= lift.mm <= high and shown
 
 
-def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missing: str) -> Calibration:
-    """Three cards' calibration placed by the board's printed grid, with the grid's error estimate.
+def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missing: str, why: str) -> Calibration:
+    """Three cards' calibration placed by the board's printed grid, with the grid's error estimate; ``why``: where
+    the ``missing`` card should be (``_missing``), for the refusal.
 
     Three cards leave the fourth corner extrapolated: their residual says nothing of it (a scene with
     0.7 mm of residual had that corner 6 mm off). The printed grid measures the whole board, so the
@@ -305,9 +315,9 @@ def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missin
 
     placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
     if placed is None:
-        raise KnockcamError(f"markers: found 3 of 4 marker cards (the {missing} card is covered or out of the photo), "
-                            "and the board's printed lines do not confirm where that corner lies: uncover the card "
-                            "and retake the photo, or give --corners")
+        raise KnockcamError(f"markers: found 3 of 4 marker cards ({why}), and the board's printed lines do not "
+                            "confirm where that corner lies: frame all four cards, uncovered, closer and in focus, or "
+                            "give --corners")
     return replace(placed, method="markers",
                    error_source=f"3 of 4 cards ({missing} unseen), placed by the printed grid: {placed.error_source}")
 
