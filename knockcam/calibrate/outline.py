@@ -156,16 +156,18 @@ def _same_line(l1, l2, drho: float, dtheta: float) -> bool:
     return False
 
 
-def _crossings(lines: np.ndarray, image_size: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _crossings(lines: np.ndarray, image_size: tuple[int, int],
+               reach: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Where every two (rho, theta) lines cross, as (x, y) tables [a, b], and whether that lies near the
-    image (within 5% of its size outside it); parallel lines cross far away."""
+    image (within ``reach`` of its size outside it: a board's corner cut off by the photo's edge); parallel
+    lines cross far away."""
     w, h = image_size
     rho, th = lines[:, 0], lines[:, 1]
     det = np.cos(th)[:, None] * np.sin(th)[None, :] - np.sin(th)[:, None] * np.cos(th)[None, :]
     det = np.where(np.abs(det) < 1e-9, 1e-9, det)
     cx = (rho[:, None] * np.sin(th)[None, :] - rho[None, :] * np.sin(th)[:, None]) / det
     cy = (np.cos(th)[:, None] * rho[None, :] - np.cos(th)[None, :] * rho[:, None]) / det
-    near = (cx > -0.05 * w) & (cx < 1.05 * w) & (cy > -0.05 * h) & (cy < 1.05 * h)
+    near = (cx > -reach * w) & (cx < (1 + reach) * w) & (cy > -reach * h) & (cy < (1 + reach) * h)
     return cx, cy, near
 
 
@@ -236,8 +238,8 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     dtheta = np.abs((theta[ii] - theta[jj] + np.pi / 2) % np.pi - np.pi / 2)
     keep = dtheta < np.radians(float(cfg.get("max_opposite_angle_deg", 85)))  # steep views converge a lot
     ii, jj = ii[keep], jj[keep]
-    # a quadrilateral's four corners must all lie near the image
-    cx, cy, near = _crossings(lines, (w, h))
+    # a quadrilateral's four corners must all lie near the image (one may lie past its edge: a board the photo cuts)
+    cx, cy, near = _crossings(lines, (w, h), float(cfg["corner_reach"]))
     # two pairs of sides (i, j) and (k, m) make one when k and m each cross both i and j near the
     # image, along an edge-supported stretch (checked again exactly below; this only prunes)
     side_ok = _supported_stretches(near[ii] & near[jj], ii, jj, lines, cx, cy, on_edge,
@@ -311,13 +313,14 @@ def _board_shaped(pa: np.ndarray, pb: np.ndarray, ii: np.ndarray, jj: np.ndarray
 
 
 _SLICE = 4096  # quadrilaterals (pairs of line pairs) looked at together by _board_shaped and _side_support
-_MIN_SIDE_SUPPORT = 0.25  # share of a quadrilateral side's samples on an edge pixel (every side)
+_MIN_SIDE_SUPPORT = 0.25  # share of a quadrilateral side's samples in the photo on an edge pixel (every side) ...
+_MIN_INSIDE = 0.5  # ... with at least this share of them in the photo (a side the photo's edge cuts off)
 _PRUNING_SLACK = 0.125  # the running-sum share fell at most 0.1 below the 40-sample one (300 random edge images)
 
 
 def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarray:
     """Share of 40 samples between points ``a`` and ``b`` (..., 2) that lie on ``on_edge`` (a bool image:
-    within 1.5 px of an edge pixel)."""
+    within 1.5 px of an edge pixel), among those in the image; 0 when under ``_MIN_INSIDE`` of them are."""
     h, w = on_edge.shape
     t = np.linspace(0.05, 0.95, 40)
     d = b - a
@@ -326,12 +329,15 @@ def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarr
     inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
     xi = np.clip(np.rint(x), 0, w - 1).astype(np.intp)
     yi = np.clip(np.rint(y), 0, h - 1).astype(np.intp)
-    return (on_edge.ravel()[yi * w + xi] & inside).mean(axis=-1)
+    n_in = inside.sum(axis=-1)
+    share = (on_edge.ravel()[yi * w + xi] & inside).sum(axis=-1) / np.maximum(n_in, 1)
+    return np.where(n_in >= _MIN_INSIDE * inside.shape[-1], share, 0.0)
 
 
 def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, lines: np.ndarray, cx: np.ndarray,
                          cy: np.ndarray, on_edge: np.ndarray, min_support: float, step: float = 0.5) -> np.ndarray:
-    """[p, k]: line k crosses both lines of pair p near the image and is edge-supported between them.
+    """[p, k]: line k crosses both lines of pair p near the image and is edge-supported between them (where
+    it runs in the image, as ``_side_support``).
 
     Each line's edge pixels are counted once along its whole length (a running sum every ``step``
     px), so the share on any stretch is a difference of two sums: this prunes millions of
@@ -348,6 +354,7 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
     inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
     on = inside & on_edge[np.clip(np.round(y).astype(int), 0, h - 1), np.clip(np.round(x).astype(int), 0, w - 1)]
     running = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(on, axis=1)], axis=1)
+    running_in = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(inside, axis=1)], axis=1)
     p, k = np.nonzero(crosses)
 
     def position(a):  # index along line k of its crossing with line a
@@ -358,7 +365,9 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
     lo, hi = lo + 0.05 * (hi - lo), hi - 0.05 * (hi - lo)
     a = np.clip(np.round(lo).astype(int), 0, len(u))
     b = np.clip(np.round(hi).astype(int), 0, len(u))
-    share = (running[k, b] - running[k, a]) / np.maximum(b - a, 1)
+    n_in = running_in[k, b] - running_in[k, a]
+    # the share in the photo is counted every ``step`` px, not at 40 samples: a little slack here too
+    share = np.where(n_in >= (_MIN_INSIDE - 0.05) * (b - a), (running[k, b] - running[k, a]) / np.maximum(n_in, 1), 0.0)
     out = np.zeros_like(crosses)
     out[p, k] = share >= min_support
     return out
