@@ -216,7 +216,6 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
     found = cards.corners
     expected = marker_corners_mm(board)
     ids = [i for i in expected if i in found]
-    missing = [CORNER_NAMES[k] for k, i in enumerate(expected) if i not in found]
     size = (image.shape[1], image.shape[0])
     if len(ids) < int(cfg["min_markers"]):
         raise KnockcamError(_too_few(found, expected, size))
@@ -241,7 +240,7 @@ def calibrate_markers(image: np.ndarray, board: Board, camera_matrix=None, dist_
                                    f"board mm ({rms:.2f} mm), with the board's face {lift_mm:.1f} mm above the cards "
                                    f"({lift_source}: {lift_error:.2f} mm at the worst corner); card placement by hand "
                                    f"not included{deblurred}")
-    return _confirmed_by_grid(image, board, cal, missing[0], _missing(found, expected, size)) if missing else cal
+    return _confirmed_by_grid(image, board, cal, found, expected) if len(ids) < len(expected) else cal
 
 
 def face_above_table(gray: np.ndarray, on_table: np.ndarray, board: Board) -> tuple[Calibration, float, float, str]:
@@ -301,9 +300,10 @@ def _believed(lift, cfg: dict) -> bool:
     return low <= lift.mm <= high and shown
 
 
-def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missing: str, why: str) -> Calibration:
-    """Three cards' calibration placed by the board's printed grid, with the grid's error estimate; ``why``: where
-    the ``missing`` card should be (``_missing``), for the refusal.
+def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, found: dict[int, np.ndarray],
+                       expected: dict[int, np.ndarray]) -> Calibration:
+    """Three cards' calibration (the cards ``found`` of those ``expected``) placed by the board's printed grid,
+    with the grid's error estimate; a refusal says where the missing card should be (``_missing``).
 
     Three cards leave the fourth corner extrapolated: their residual says nothing of it (a scene with
     0.7 mm of residual had that corner 6 mm off). The printed grid measures the whole board, so the
@@ -315,9 +315,11 @@ def _confirmed_by_grid(image: np.ndarray, board: Board, cal: Calibration, missin
 
     placed = snap_to_grid(image, board, cal.corners_px(board.size_mm), cal.camera_matrix, cal.dist_coeffs)
     if placed is None:
+        why = _missing(found, expected, (image.shape[1], image.shape[0]))
         raise KnockcamError(f"markers: found 3 of 4 marker cards ({why}), and the board's printed lines do not "
                             "confirm where that corner lies: frame all four cards, uncovered, closer and in focus, or "
                             "give --corners")
+    missing = next(name for i, name in zip(expected, CORNER_NAMES) if i not in found)
     return replace(placed, method="markers",
                    error_source=f"3 of 4 cards ({missing} unseen), placed by the printed grid: {placed.error_source}")
 

@@ -316,6 +316,7 @@ _SLICE = 4096  # quadrilaterals (pairs of line pairs) looked at together by _boa
 _MIN_SIDE_SUPPORT = 0.25  # share of a quadrilateral side's samples in the photo on an edge pixel (every side) ...
 _MIN_INSIDE = 0.5  # ... with at least this share of them in the photo (a side the photo's edge cuts off)
 _PRUNING_SLACK = 0.125  # the running-sum share fell at most 0.1 below the 40-sample one (300 random edge images)
+_INSIDE_SLACK = 0.05  # ... and its share in the photo, counted every step px, below the 40 samples' (3000 images)
 
 
 def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarray:
@@ -366,8 +367,8 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
     a = np.clip(np.round(lo).astype(int), 0, len(u))
     b = np.clip(np.round(hi).astype(int), 0, len(u))
     n_in = running_in[k, b] - running_in[k, a]
-    # the share in the photo is counted every ``step`` px, not at 40 samples: a little slack here too
-    share = np.where(n_in >= (_MIN_INSIDE - 0.05) * (b - a), (running[k, b] - running[k, a]) / np.maximum(n_in, 1), 0.0)
+    share = np.where(n_in >= (_MIN_INSIDE - _INSIDE_SLACK) * (b - a),
+                     (running[k, b] - running[k, a]) / np.maximum(n_in, 1), 0.0)
     out = np.zeros_like(crosses)
     out[p, k] = share >= min_support
     return out
