@@ -27,7 +27,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration, Hump, resize_matrix, working_copy
-from knockcam.calibrate.cut import near_edge, past_the_edge, shifted
+from knockcam.calibrate.cut import closed_by_the_edge, near_edge, past_the_edge, shifted
 from knockcam.calibrate.edges import edge_width_px, line_fit_error_mm, refine_sides, side_face_px, up_px
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px, ridge_image)
@@ -67,16 +67,17 @@ def find_outline(image: np.ndarray, board: Board, start_px: np.ndarray | None = 
     h, w = colour.shape[:2]
     scale = min(1.0, float(cfg["work_px"]) / max(w, h))
     if start_px is None:
-        seeds, best_score, runner = candidate_outlines(colour, board, scale, cfg)
+        seeds, cut_seeds, best_score, runner = candidate_outlines(colour, board, scale, cfg)
     else:
-        seeds, best_score, runner = [np.asarray(start_px, np.float64).reshape(4, 2)], 0.0, 0.0
-    return _place(colour, board, seeds, best_score, runner, scale, cfg)
+        seeds, cut_seeds, best_score, runner = [np.asarray(start_px, np.float64).reshape(4, 2)], [], 0.0, 0.0
+    return _place(colour, board, seeds, best_score, runner, scale, cfg, cut_seeds)
 
 
 def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score: float, runner: float,
-           scale: float, cfg: dict) -> Outline:
+           scale: float, cfg: dict, cut_seeds: list[np.ndarray] = ()) -> Outline:
     """The board placed from the first of ``seeds`` (its edges refined, then the printed grid
-    registered from it and from the other seeds), with its estimated error."""
+    registered from it and from the other seeds, and from ``cut_seeds``: the part of a board in view, one side
+    the photo's edge, placed by its three other sides), with its estimated error."""
     h, w = colour.shape[:2]
     quad = seeds[0]
     mm = board_corners_mm(board)
@@ -97,7 +98,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
             for img, ridge in zip(images, ridges) for h0, radii in starts]
     # a board cut by the photo's edge is looked for from the best registration, and again from a row along it
     # when that fits clearly better (cut tuning renders 4247/30 and 4247/28 need one each)
-    fits, line_fits = _cut_by_the_edge(fits, images[0], ridges[0], hom, line_fits, board, cfg)
+    fits, line_fits = _cut_by_the_edge(fits, images[0], ridges[0], hom, line_fits, board, cfg, cut_seeds)
     along = _a_row_along(fits, images, ridges, board, tuple(float(r) for r in cfg["grid_radii"]),
                          float(cfg["grid_rival_margin"]))
     if along:
@@ -185,19 +186,22 @@ def row_pitch_mm(board: Board) -> float:
 
 
 def _cut_by_the_edge(fits: list, gray: np.ndarray, ridge: np.ndarray, edge_hom: np.ndarray, line_fits, board: Board,
-                     cfg: dict):
-    """(``fits``, ``line_fits``) as they are; or, when the board placed, grown a row (auto.cut_reach_mm),
-    reaches the photo's edge and a registration stretched or moved past that edge (knockcam.calibrate.cut)
-    fits the printed lines clearly better, those registrations added and the board's edges set aside (None):
+                     cfg: dict, closed: list[np.ndarray] = ()):
+    """(``fits``, ``line_fits``) as they are; or, when registrations from the ``closed`` quadrilaterals (one side
+    the photo's edge) or, the board placed, grown a row (auto.cut_reach_mm), reaching the photo's edge, from it
+    stretched or moved past that edge (knockcam.calibrate.cut) fit the printed lines clearly better, those
+    registrations added and the board's edges set aside (None):
     the edges in view are not all the board's, so they neither choose a registration nor rule one out as a
     rival. ``ridge``: ``gray`` as the grid registration smooths it."""
     best = max(fits, key=lambda f: f[0].score)[0]
     placed = best.homography if best.score >= float(cfg["grid_min_score"]) else edge_hom
     to_win = max(float(cfg["cut_min_share"]), best.score + float(cfg["cut_margin"]))
     size = (gray.shape[1], gray.shape[0])
-    if to_win > 1.0 or not near_edge(placed, board, size, float(cfg["cut_margin_frac"]), float(cfg["cut_reach_mm"])):
-        return fits, line_fits  # nothing can fit that much better, or the board lies clear of the edge
-    past = past_the_edge(gray, placed, board, cfg, ridge)
+    if to_win > 1.0:
+        return fits, line_fits  # nothing can fit that much better
+    past = [f for quad in closed for f in closed_by_the_edge(gray, quad, board, cfg, ridge)]
+    if near_edge(placed, board, size, float(cfg["cut_margin_frac"]), float(cfg["cut_reach_mm"])):
+        past += past_the_edge(gray, placed, board, cfg, ridge)
     if not past or max(f.score for f in past) < to_win:
         return fits, line_fits
     return fits + [(f, gray) for f in past], None

@@ -16,7 +16,7 @@ import numpy as np
 
 from knockcam.board.layout import Board
 from knockcam.calibrate.grid import GridFit, fit_grid, shares_on_lines
-from knockcam.calibrate.quality import board_corners_px
+from knockcam.calibrate.quality import board_corners_mm, board_corners_px, homography_from_points
 
 
 def near_edge(homography: np.ndarray, board: Board, image_size: tuple[int, int], margin_frac: float,
@@ -95,3 +95,46 @@ def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: d
     radii = tuple(float(r) for r in cfg["grid_search_radii"])
     fits = [fit_grid(gray, h0, board, radii=radii, bow=False, ridge=ridge) for h0 in starts]
     return [f for f in fits if np.isfinite(f.rms_px) and runs_past_edge(f.homography, board, size)]
+
+
+def closed_by_the_edge(gray: np.ndarray, quad: np.ndarray, board: Board, cfg: dict,
+                       ridge: np.ndarray) -> list[GridFit]:
+    """Registrations of the printed grid started from ``quad`` (pixels of ``gray``, in the board's corner
+    order), the part of the board in view, one of whose sides is the photo's edge: the two corners on that
+    edge are slid along the sides that meet them, to and past the edge (``cut_slide``: least, most share of
+    those sides, in steps of ``cut_slide_step``), and the starts that put the most printed lines on a line
+    are registered. The photo's edge seldom runs where the board's end does, nor parallel to it, so the
+    board is placed by its other three sides and the printed grid. Empty when no side of ``quad`` runs
+    along the photo's edge."""
+    h, w = gray.shape[:2]
+    k = _side_on_the_edge(quad, (w, h))
+    if k is None:
+        return []
+    least, most = (float(v) for v in cfg["cut_slide"])
+    slides = np.exp(np.arange(np.log(least), np.log(most), float(cfg["cut_slide_step"])))
+    a, b = k, (k + 1) % 4  # the corners on the edge, each slid along the side from its other neighbour
+    pa, pb = quad[(k - 1) % 4], quad[(k + 2) % 4]
+    mm = board_corners_mm(board)
+    tried = []
+    for fa in slides:
+        for fb in slides:
+            q = quad.copy()
+            q[a] = pa + fa * (quad[a] - pa)
+            q[b] = pb + fb * (quad[b] - pb)
+            tried.append(homography_from_points(mm, q))
+    shares = shares_on_lines(ridge, tried, board)
+    starts = [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+    radii = tuple(float(r) for r in cfg["grid_search_radii"])
+    fits = [fit_grid(gray, h0, board, radii=radii, bow=False, ridge=ridge) for h0 in starts]
+    return [f for f in fits if np.isfinite(f.rms_px)]
+
+
+def _side_on_the_edge(quad: np.ndarray, image_size: tuple[int, int], within_px: float = 2.0) -> int | None:
+    """The side (k: corners k and k + 1) of ``quad`` that runs along one of the photo's edges, if any."""
+    w, h = image_size
+    for k in range(4):
+        ends = quad[[k, (k + 1) % 4]]
+        for axis, at in ((0, 0.0), (0, w - 1.0), (1, 0.0), (1, h - 1.0)):
+            if np.all(np.abs(ends[:, axis] - at) <= within_px):
+                return k
+    return None

@@ -21,18 +21,52 @@ from knockcam.errors import KnockcamError
 NOT_FOUND = ("board not found", "give --corners or lay the marker sheet (calibration/README.md)")
 
 
-def candidate_outlines(colour: np.ndarray, board: Board, scale: float, cfg: dict) -> tuple[list[np.ndarray], float, float]:
-    """Quadrilaterals that may be the board (full-resolution pixels, the likeliest first), the best
-    one's printed-grid score and the best other orientation's: KnockcamError when there is none."""
+def candidate_outlines(colour: np.ndarray, board: Board, scale: float,
+                       cfg: dict) -> tuple[list[np.ndarray], list[np.ndarray], float, float]:
+    """Quadrilaterals that may be the board (full-resolution pixels, the likeliest first), those that may be the
+    part of it in view where one side is the photo's edge (a board the photo cuts: the board runs on past it),
+    the best one's printed-grid score and the best other orientation's: KnockcamError when there is none."""
     h, w = colour.shape[:2]
     small = cv2.resize(colour, (int(round(w * scale)), int(round(h * scale))), interpolation=cv2.INTER_AREA) \
         if scale < 1 else colour.copy()
     aspect = board.size_mm[1] / board.size_mm[0]
     mask = _board_mask(small)
-    quads = _candidate_quads(small, mask, aspect, cfg) + _region_quads(mask, aspect, cfg)
-    if not quads:
-        raise KnockcamError(*NOT_FOUND)
+    quads, cut = _candidate_quads(small, mask, aspect, cfg)
+    quads += _region_quads(mask, aspect, cfg)
     grad = _gradient(small)
+    least = float(cfg.get("min_grid_score", 1.15))
+    cut_scored = [(sc, q) for sc, _, q in _scored(grad, cut, board, cfg) if sc >= least]
+    cut_seeds = _distinct([q for _, q in cut_scored], int(cfg["cut_seeds"]))
+    cut_seeds = [q / scale + (0.5 / scale - 0.5) for q in cut_seeds]  # work pixel centres -> full-resolution pixels
+    scored = _scored(grad, quads, board, cfg)
+    if not scored or scored[0][0] < least:
+        if not cut_seeds:
+            raise KnockcamError(*NOT_FOUND)
+        return cut_seeds[:1], cut_seeds, cut_scored[0][0], 0.0
+    best_score, _, best = scored[0]
+    runner = next((sc for sc, _, q in scored[1:] if np.abs(q - best).max() > 0.1 * _size(best)), 0.0)
+    # the printed grid fixes orientation and roughly where; the physical edge is the outermost of
+    # the nearby candidates (a frame printed just inside the edge makes a second, smaller one)
+    near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]
+    # the grid registration also starts from the best-scoring quadrilaterals themselves
+    seeds = _distinct([max(near, key=_area)] + [q for _, _, q in scored], int(cfg["grid_seeds"]) + 1)
+    seeds = [q / scale + (0.5 / scale - 0.5) for q in seeds]  # work pixel centres -> full-resolution pixels
+    return seeds, cut_seeds, float(best_score), float(runner)
+
+
+def _distinct(quads: list[np.ndarray], n: int) -> list[np.ndarray]:
+    """The first ``n`` of ``quads`` that each lie more than 2 px (at some corner) from every one before."""
+    out: list[np.ndarray] = []
+    for q in quads:
+        if len(out) >= n:
+            break
+        if all(np.abs(q - s).max() > 2.0 for s in out):
+            out.append(q)
+    return out
+
+
+def _scored(grad: np.ndarray, quads: list[np.ndarray], board: Board, cfg: dict) -> list[tuple[float, int, np.ndarray]]:
+    """Each of ``quads`` in each of its four orientations with its printed-grid score, the best first."""
     scored = []
     for quad in quads:
         raw = [_grid_score(grad, np.roll(quad, -rot, axis=0), board) for rot in range(4)]
@@ -42,22 +76,7 @@ def candidate_outlines(colour: np.ndarray, board: Board, scale: float, cfg: dict
             score = raw[rot] * min(raw[rot] / max(raw[(rot + 2) % 4], 1e-6), 3.0) ** float(cfg.get("flip_weight", 0.5))
             scored.append((score, rot, np.roll(quad, -rot, axis=0)))
     scored.sort(key=lambda t: -t[0])
-    best_score, _, best = scored[0]
-    runner = next((sc for sc, _, q in scored[1:] if np.abs(q - best).max() > 0.1 * _size(best)), 0.0)
-    if best_score < float(cfg.get("min_grid_score", 1.15)):
-        raise KnockcamError(*NOT_FOUND)
-    # the printed grid fixes orientation and roughly where; the physical edge is the outermost of
-    # the nearby candidates (a frame printed just inside the edge makes a second, smaller one)
-    near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]
-    # the grid registration also starts from the best-scoring quadrilaterals themselves
-    seeds = [max(near, key=_area)]
-    for _, _, q in scored:
-        if len(seeds) > int(cfg["grid_seeds"]):
-            break
-        if min(np.abs(q - s).max() for s in seeds) > 2.0:
-            seeds.append(q)
-    seeds = [q / scale + (0.5 / scale - 0.5) for q in seeds]  # work pixel centres -> full-resolution pixels
-    return seeds, float(best_score), float(runner)
+    return scored
 
 
 def _size(quad: np.ndarray) -> float:
@@ -231,8 +250,11 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     for line in _hough_lines(edges & rim, n, per_direction):
         if not any(_same_line(line, other, 3.0, np.radians(1.5)) for other in lines):
             lines = np.vstack([lines, line[None]]) if len(lines) else line[None]
-    if len(lines) < 4:
-        return []
+    if len(lines) < 3:
+        return [], []
+    # the photo's own edges may close a board the photo cuts: one side of a quadrilateral, counted as an edge
+    n_found = len(lines)
+    lines = np.vstack([lines, [[0.25, 0.0], [w - 1.25, 0.0], [0.25, np.pi / 2], [h - 1.25, np.pi / 2]]])  # in it
     theta = lines[:, 1]
     ii, jj = np.triu_indices(len(lines), 1)
     dtheta = np.abs((theta[ii] - theta[jj] + np.pi / 2) % np.pi - np.pi / 2)
@@ -243,30 +265,36 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
     # two pairs of sides (i, j) and (k, m) make one when k and m each cross both i and j near the
     # image, along an edge-supported stretch (checked again exactly below; this only prunes)
     side_ok = _supported_stretches(near[ii] & near[jj], ii, jj, lines, cx, cy, on_edge,
-                                   _MIN_SIDE_SUPPORT - _PRUNING_SLACK)
+                                   _MIN_SIDE_SUPPORT - _PRUNING_SLACK, np.arange(len(lines)) >= n_found)
     pairs_ok = side_ok[:, ii] & side_ok[:, jj]  # [p, q]: both lines of pair q are good sides between pair p's
     pa, pb = np.nonzero(np.triu(pairs_ok & pairs_ok.T, 1))
     mean_dir = np.angle(np.exp(2j * theta[ii]) + np.exp(2j * theta[jj])) / 2
     # up to a few million such pairs of pairs (a checkered table): looked at a slice at a time (here and for
     # their sides' support), whose arrays stay under a few MB; hundreds of MB at once, fetched fresh from the
     # system each time, took most of the search's time (12 fixtures and 20 renders: 256 -> 84 s, same answers)
-    shaped = [_board_shaped(pa[s:s + _SLICE], pb[s:s + _SLICE], ii, jj, mean_dir, cx, cy, (w, h), aspect, cfg)
-              for s in range(0, len(pa), _SLICE)]
-    if not shaped or not sum(len(q) for q, _, _ in shaped):
-        return []
-    quads, fit, area = (np.concatenate(parts) for parts in zip(*shaped))
-    support = np.concatenate([_side_support(q, np.roll(q, -1, axis=1), on_edge)
-                              for q in np.array_split(quads, range(_SLICE, len(quads), _SLICE))])  # (N, 4)
+    borders = (ii[pa] >= n_found).astype(int) + (jj[pa] >= n_found) + (ii[pb] >= n_found) + (jj[pb] >= n_found)
+    pa, pb = pa[borders <= 1], pb[borders <= 1]
+    shaped = [_board_shaped(pa[s:s + _SLICE], pb[s:s + _SLICE], ii, jj, mean_dir, cx, cy, (w, h), aspect, cfg,
+                            n_found) for s in range(0, len(pa), _SLICE)]
+    if not shaped or not sum(len(q) for q, _, _, _ in shaped):
+        return [], []
+    quads, fit, area, cut = (np.concatenate(parts) for parts in zip(*shaped))
+    support = np.concatenate([_side_support(q, np.roll(q, -1, axis=1), on_edge, c[:, None])
+                              for q, c in zip(np.array_split(quads, range(_SLICE, len(quads), _SLICE)),
+                                              np.array_split(cut, range(_SLICE, len(quads), _SLICE)))])  # (N, 4)
     # edge support first, then the true shape, then size: the board is the largest such quad
     score = support.mean(axis=1) + 0.5 * support.min(axis=1) - 2.0 * fit + 0.5 * area / (w * h)
     good = support.min(axis=1) >= _MIN_SIDE_SUPPORT
-    quads, score = quads[good], score[good]
-    order = np.argsort(-score, kind="stable")
-    quads = quads[order]
-    # the same quadrilateral in any of its four rotations: every corner within 3 px
+    return (_best_distinct(quads[good & ~cut], score[good & ~cut], int(cfg.get("max_candidates", 120))),
+            _best_distinct(quads[good & cut], score[good & cut], int(cfg["cut_candidates"])))
+
+
+def _best_distinct(quads: np.ndarray, score: np.ndarray, limit: int) -> list[np.ndarray]:
+    """Up to ``limit`` of ``quads``, the best ``score`` first, none the same as one before it in any of its
+    four rotations (every corner within 3 px)."""
+    quads = quads[np.argsort(-score, kind="stable")]
     rolled = np.stack([np.roll(quads, rr, axis=1) for rr in range(4)], axis=1)  # (N, 4, 4, 2)
     kept: list[int] = []
-    limit = int(cfg.get("max_candidates", 120))
     for idx in range(len(quads)):
         if kept:
             d = np.abs(rolled[kept] - quads[idx][None, None]).max(axis=(2, 3)).min(axis=1)
@@ -280,7 +308,7 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
 
 def _board_shaped(pa: np.ndarray, pb: np.ndarray, ii: np.ndarray, jj: np.ndarray, mean_dir: np.ndarray,
                   cx: np.ndarray, cy: np.ndarray, image_size: tuple[int, int], aspect: float,
-                  cfg: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+                  cfg: dict, n_found: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Of the quadrilaterals made of line pairs ``pa`` and ``pb`` (pair p: lines ii[p] and jj[p], of mean
     direction mean_dir[p]; corners where the lines cross: ``cx``, ``cy``), those of four distinct lines whose
     pairs are not near parallel, convex, large enough and of about the board's shape: their corners (N, 4, 2,
@@ -293,23 +321,26 @@ def _board_shaped(pa: np.ndarray, pb: np.ndarray, ii: np.ndarray, jj: np.ndarray
     i, j, k, m = ii[pa], jj[pa], ii[pb], jj[pb]
     ok = (i != k) & (i != m) & (j != k) & (j != m)
     i, j, k, m = i[ok], j[ok], k[ok], m[ok]
+    cut = (i >= n_found) | (j >= n_found) | (k >= n_found) | (m >= n_found)
     quads = np.stack([np.stack([cx[a, b], cy[a, b]], axis=-1) for a, b in ((i, k), (k, j), (j, m), (m, i))],
                      axis=1)  # (N, 4, 2)
     e = np.roll(quads, -1, axis=1) - quads
     crossz = e[:, :, 0] * np.roll(e, -1, axis=1)[:, :, 1] - e[:, :, 1] * np.roll(e, -1, axis=1)[:, :, 0]
     convex = (crossz > 0).all(axis=1) | (crossz < 0).all(axis=1)
-    quads, crossz = quads[convex], crossz[convex]
+    quads, crossz, cut = quads[convex], crossz[convex], cut[convex]
     flip = crossz[:, 0] > 0  # make every quad anticlockwise on screen (negative z in image coordinates)
     quads[flip] = quads[flip][:, ::-1]
     x, y = quads[..., 0], quads[..., 1]
     area = 0.5 * np.abs((x * np.roll(y, -1, 1) - np.roll(x, -1, 1) * y).sum(axis=1))
     large = area >= float(cfg["min_area_frac"]) * w * h
-    quads, area = quads[large], area[large]
+    quads, area, cut = quads[large], area[large], cut[large]
     r = quad_aspects(quads, (w, h))
     r = np.maximum(r, 1 / r)
     fit = np.abs(np.log(r / aspect))
-    sel = fit <= float(cfg["aspect_tolerance"])
-    return quads[sel], fit[sel], area[sel]
+    tol = float(cfg["aspect_tolerance"])
+    fit = np.where(cut, np.maximum(fit - float(cfg["cut_aspect_tolerance"]) + tol, 0.0), fit)
+    sel = fit <= tol
+    return quads[sel], fit[sel], area[sel], cut[sel]
 
 
 _SLICE = 4096  # quadrilaterals (pairs of line pairs) looked at together by _board_shaped and _side_support
@@ -319,9 +350,10 @@ _PRUNING_SLACK = 0.125  # the running-sum share fell at most 0.1 below the 40-sa
 _INSIDE_SLACK = 0.05  # ... and its share in the photo, counted every step px, below the 40 samples' (3000 images)
 
 
-def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarray:
+def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray, framed: bool | np.ndarray = False) -> np.ndarray:
     """Share of 40 samples between points ``a`` and ``b`` (..., 2) that lie on ``on_edge`` (a bool image:
-    within 1.5 px of an edge pixel), among those in the image; 0 when under ``_MIN_INSIDE`` of them are."""
+    within 1.5 px of an edge pixel), among those in the image; 0 when under ``_MIN_INSIDE`` of them are.
+    ``framed`` (shaped as ``a[..., 0]``, or one for all): the photo's own edge counts as an edge too."""
     h, w = on_edge.shape
     t = np.linspace(0.05, 0.95, 40)
     d = b - a
@@ -331,12 +363,15 @@ def _side_support(a: np.ndarray, b: np.ndarray, on_edge: np.ndarray) -> np.ndarr
     xi = np.clip(np.rint(x), 0, w - 1).astype(np.intp)
     yi = np.clip(np.rint(y), 0, h - 1).astype(np.intp)
     n_in = inside.sum(axis=-1)
-    share = (on_edge.ravel()[yi * w + xi] & inside).sum(axis=-1) / np.maximum(n_in, 1)
+    on = on_edge.ravel()[yi * w + xi] | (np.asarray(framed)[..., None]
+                                         & ((xi == 0) | (xi == w - 1) | (yi == 0) | (yi == h - 1)))
+    share = (on & inside).sum(axis=-1) / np.maximum(n_in, 1)
     return np.where(n_in >= _MIN_INSIDE * inside.shape[-1], share, 0.0)
 
 
 def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, lines: np.ndarray, cx: np.ndarray,
-                         cy: np.ndarray, on_edge: np.ndarray, min_support: float, step: float = 0.5) -> np.ndarray:
+                         cy: np.ndarray, on_edge: np.ndarray, min_support: float, framing: np.ndarray | None = None,
+                         step: float = 0.5) -> np.ndarray:
     """[p, k]: line k crosses both lines of pair p near the image and is edge-supported between them (where
     it runs in the image, as ``_side_support``).
 
@@ -354,6 +389,8 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
     y = foot[:, None, 1] + u[None] * along[:, None, 1]
     inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
     on = inside & on_edge[np.clip(np.round(y).astype(int), 0, h - 1), np.clip(np.round(x).astype(int), 0, w - 1)]
+    if framing is not None:  # the photo's own edges: on an edge wherever they run
+        on |= inside & framing[:, None]
     running = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(on, axis=1)], axis=1)
     running_in = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(inside, axis=1)], axis=1)
     p, k = np.nonzero(crosses)

@@ -3,7 +3,8 @@
 import cv2
 import numpy as np
 
-from knockcam.calibrate.cut import grown, near_edge, runs_past_edge, shifted, stretched, turned
+from knockcam.calibrate.cut import (_side_on_the_edge, closed_by_the_edge, grown, near_edge, runs_past_edge, shifted,
+                                    stretched, turned)
 from knockcam.calibrate.quality import board_corners_px as _corners
 
 
@@ -86,3 +87,23 @@ def test_a_board_cut_by_the_photos_edge_and_placed_a_row_short_is_moved_past_it(
     cut, cut_truth = cut_photo(image, truth, board, "bottom", 20)
     cal = calibrate_auto(cut, board)
     assert corner_errors_mm(cal, cut_truth, board).max() < 3.0 and cal.error_mm <= 3.0
+
+
+def test_the_side_on_the_photos_edge_is_the_one_whose_corners_both_lie_on_it():
+    size = (1280, 720)
+    quad = np.array([[300.0, 600.0], [700.0, 640.0], [760.0, 0.0], [420.0, 0.5]])
+    assert _side_on_the_edge(quad, size) == 2  # corners 2 and 3 on the top edge
+    assert _side_on_the_edge(np.roll(quad, 1, axis=0), size) == 3
+    assert _side_on_the_edge(np.array([[0.0, 100.0], [0.0, 500.0], [900.0, 520.0], [900.0, 90.0]]), size) == 0
+    assert _side_on_the_edge(np.array([[300.0, 600.0], [700.0, 640.0], [760.0, 0.0], [420.0, 30.0]]), size) is None
+
+
+def test_a_quadrilateral_clear_of_the_photos_edge_is_not_closed_by_it(scene, board):
+    from knockcam.calibrate.grid import ridge_image
+    from knockcam.settings import load
+
+    gray = cv2.cvtColor(scene.image, cv2.COLOR_BGR2GRAY)
+    quad = _corners(scene.truth.homography, board)
+    assert _side_on_the_edge(quad, scene.truth.image_size) is None
+    cfg = load("calibrate")["auto"]
+    assert closed_by_the_edge(gray, quad, board, cfg, ridge_image(gray.astype(np.float32), 1.0)) == []
