@@ -252,9 +252,10 @@ def _candidate_quads(small: np.ndarray, mask: np.ndarray, aspect: float, cfg: di
             lines = np.vstack([lines, line[None]]) if len(lines) else line[None]
     if len(lines) < 3:
         return [], []
-    # the photo's own edges may close a board the photo cuts: one side of a quadrilateral, counted as an edge
+    # the photo's own four edges may close a board the photo cuts: one side of a quadrilateral, counted as an
+    # edge wherever it runs (a quarter pixel inside the photo, so that every sample along one lies in it)
     n_found = len(lines)
-    lines = np.vstack([lines, [[0.25, 0.0], [w - 1.25, 0.0], [0.25, np.pi / 2], [h - 1.25, np.pi / 2]]])  # in it
+    lines = np.vstack([lines, [[0.25, 0.0], [w - 1.25, 0.0], [0.25, np.pi / 2], [h - 1.25, np.pi / 2]]])
     theta = lines[:, 1]
     ii, jj = np.triu_indices(len(lines), 1)
     dtheta = np.abs((theta[ii] - theta[jj] + np.pi / 2) % np.pi - np.pi / 2)
@@ -373,7 +374,8 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
                          cy: np.ndarray, on_edge: np.ndarray, min_support: float, framing: np.ndarray | None = None,
                          step: float = 0.5) -> np.ndarray:
     """[p, k]: line k crosses both lines of pair p near the image and is edge-supported between them (where
-    it runs in the image, as ``_side_support``).
+    it runs in the image, as ``_side_support``; ``framing``: the lines that are the photo's own edges, on an
+    edge wherever they run).
 
     Each line's edge pixels are counted once along its whole length (a running sum every ``step``
     px), so the share on any stretch is a difference of two sums: this prunes millions of
@@ -389,7 +391,7 @@ def _supported_stretches(crosses: np.ndarray, ii: np.ndarray, jj: np.ndarray, li
     y = foot[:, None, 1] + u[None] * along[:, None, 1]
     inside = (x >= 0) & (x < w) & (y >= 0) & (y < h)
     on = inside & on_edge[np.clip(np.round(y).astype(int), 0, h - 1), np.clip(np.round(x).astype(int), 0, w - 1)]
-    if framing is not None:  # the photo's own edges: on an edge wherever they run
+    if framing is not None:
         on |= inside & framing[:, None]
     running = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(on, axis=1)], axis=1)
     running_in = np.concatenate([np.zeros((len(lines), 1)), np.cumsum(inside, axis=1)], axis=1)
