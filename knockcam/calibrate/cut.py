@@ -80,21 +80,14 @@ def past_the_edge(gray: np.ndarray, homography: np.ndarray, board: Board, cfg: d
     factors = np.exp(np.arange(np.log(least), np.log(most), 0.01))
     first, last, step = (float(v) for v in cfg["cut_shift_mm"])
     shifts = np.arange(first, last + step / 2, step)
-
-    def best(tried: list[np.ndarray]) -> list[np.ndarray]:
-        shares = shares_on_lines(ridge, tried, board)
-        return [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
-
     starts = []
     for axis in (0, 1):
         for base in (homography, turned(homography, board)):
             for from_far in (False, True):
-                starts += best([stretched(base, board, axis, from_far, f) for f in factors])
+                starts += _best_starts(ridge, [stretched(base, board, axis, from_far, f) for f in factors], board, cfg)
         for sign in (-1.0, 1.0):
-            starts += best([shifted(homography, axis, sign * d) for d in shifts])
-    radii = tuple(float(r) for r in cfg["grid_search_radii"])
-    fits = [fit_grid(gray, h0, board, radii=radii, bow=False, ridge=ridge) for h0 in starts]
-    return [f for f in fits if np.isfinite(f.rms_px) and runs_past_edge(f.homography, board, size)]
+            starts += _best_starts(ridge, [shifted(homography, axis, sign * d) for d in shifts], board, cfg)
+    return [f for f in _registered(gray, starts, board, cfg, ridge) if runs_past_edge(f.homography, board, size)]
 
 
 def closed_by_the_edge(gray: np.ndarray, quad: np.ndarray, board: Board, cfg: dict,
@@ -122,8 +115,18 @@ def closed_by_the_edge(gray: np.ndarray, quad: np.ndarray, board: Board, cfg: di
             q[a] = pa + fa * (quad[a] - pa)
             q[b] = pb + fb * (quad[b] - pb)
             tried.append(homography_from_points(mm, q))
+    return _registered(gray, _best_starts(ridge, tried, board, cfg), board, cfg, ridge)
+
+
+def _best_starts(ridge: np.ndarray, tried: list[np.ndarray], board: Board, cfg: dict) -> list[np.ndarray]:
+    """The ``cut_starts`` of ``tried`` (homographies) that put the most printed-grid samples on a line."""
     shares = shares_on_lines(ridge, tried, board)
-    starts = [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+    return [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
+
+
+def _registered(gray: np.ndarray, starts: list[np.ndarray], board: Board, cfg: dict,
+                ridge: np.ndarray) -> list[GridFit]:
+    """The printed grid registered (flat, ``grid_search_radii``) from each of ``starts``; those that fit."""
     radii = tuple(float(r) for r in cfg["grid_search_radii"])
     fits = [fit_grid(gray, h0, board, radii=radii, bow=False, ridge=ridge) for h0 in starts]
     return [f for f in fits if np.isfinite(f.rms_px)]
