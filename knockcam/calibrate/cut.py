@@ -119,7 +119,12 @@ def closed_by_the_edge(gray: np.ndarray, quad: np.ndarray, board: Board, cfg: di
 
 
 def _best_starts(ridge: np.ndarray, tried: list[np.ndarray], board: Board, cfg: dict) -> list[np.ndarray]:
-    """The ``cut_starts`` of ``tried`` (homographies) that put the most printed-grid samples on a line."""
+    """The ``cut_starts`` of ``tried`` (homographies) that put the most printed-grid samples on a line: all
+    ranked on every ``cut_rank_every``-th sample first, the best ``cut_shortlist`` of them on every sample."""
+    every, shortlist = int(cfg["cut_rank_every"]), int(cfg["cut_shortlist"])
+    if every > 1 and len(tried) > shortlist:
+        rough = shares_on_lines(ridge, tried, board, every=every)
+        tried = [tried[i] for i in np.sort(np.argsort(rough)[::-1][:shortlist])]
     shares = shares_on_lines(ridge, tried, board)
     return [tried[i] for i in np.argsort(shares)[::-1][:int(cfg["cut_starts"])]]
 

@@ -197,15 +197,17 @@ def fit_grid(gray: np.ndarray, homography: np.ndarray, board: Board, radii=(8.0,
 
 
 def shares_on_lines(ridge: np.ndarray, homographies: list[np.ndarray], board: Board, radius: float = 3.0,
-                    inlier_px: float = 1.0) -> np.ndarray:
+                    inlier_px: float = 1.0, every: int = 1) -> np.ndarray:
     """For each of ``homographies``, the share of the printed grid's samples in view that lie within
     ``inlier_px`` of a printed line where it puts them, without moving it (``ridge``: the photo as
-    ``fit_grid`` searches it): a quick ranking of many starting points. The samples of many are searched
+    ``fit_grid`` searches it): a quick ranking of many starting points. ``every``: only every so many
+    samples are looked at (a rougher share, sooner). The samples of many are searched
     in one pass, in chunks under OpenCV's remap limit of 32767 rows (each sample's search is a row of its
     own: the same answers as one at a time, with less of numpy's overhead per call)."""
     sm = _samples(np.eye(3), board)
-    zeros, n = np.zeros(6), len(sm.pn)
-    pn_ahead, s1_twice, s2_twice = np.vstack([sm.pn, sm.ahead]), np.tile(sm.s1, 2), np.tile(sm.s2, 2)
+    pn, ahead, s1, s2 = sm.pn[::every], sm.ahead[::every], sm.s1[::every], sm.s2[::every]
+    zeros, n = np.zeros(6), len(pn)
+    pn_ahead, s1_twice, s2_twice = np.vstack([pn, ahead]), np.tile(s1, 2), np.tile(s2, 2)
     per_pass = max(1, 32000 // n)
     shares = []
     for first in range(0, len(homographies), per_pass):

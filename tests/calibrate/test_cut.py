@@ -3,7 +3,7 @@
 import cv2
 import numpy as np
 
-from knockcam.calibrate.cut import (_side_on_the_edge, closed_by_the_edge, grown, near_edge, runs_past_edge, shifted,
+from knockcam.calibrate.cut import (_best_starts, _side_on_the_edge, closed_by_the_edge, grown, near_edge, runs_past_edge, shifted,
                                     stretched, turned)
 from knockcam.calibrate.quality import board_corners_px as _corners
 
@@ -107,3 +107,27 @@ def test_a_quadrilateral_clear_of_the_photos_edge_is_not_closed_by_it(scene, boa
     assert _side_on_the_edge(quad, scene.truth.image_size) is None
     cfg = load("calibrate")["auto"]
     assert closed_by_the_edge(gray, quad, board, cfg, ridge_image(gray.astype(np.float32), 1.0)) == []
+
+
+def test_the_best_starts_ranked_roughly_first_are_those_a_full_ranking_gives(board):
+    import json
+    from pathlib import Path
+
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.calibrate.grid import ridge_image, shares_on_lines
+    from knockcam.settings import load
+
+    scenes = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"  # a sharp photo, no lens distortion
+    h = Calibration.from_dict(json.loads((scenes / "overhead.json").read_text())["calibration"]).homography
+    gray = cv2.cvtColor(cv2.imread(str(scenes / "overhead.jpg")), cv2.COLOR_BGR2GRAY)
+    ridge = ridge_image(gray.astype(np.float32), 1.0)
+    steps = np.arange(-30.0, 30.1, 0.5)
+    tried = [shifted(h, axis, d) for axis in (0, 1) for d in steps]  # 242 starts, the truth among them
+    cfg = load("calibrate")["auto"]
+    assert int(cfg["cut_rank_every"]) > 1 and len(tried) > int(cfg["cut_shortlist"])  # the shortlist is used
+    full = shares_on_lines(ridge, tried, board)
+    best = _best_starts(ridge, tried, board, cfg)
+    assert len(best) == int(cfg["cut_starts"])
+    chosen = [next(i for i, t in enumerate(tried) if t is b) for b in best]
+    assert sorted(full[chosen]) == sorted(np.sort(full)[::-1][:len(best)])  # the full ranking's best shares
+    assert min(abs(steps[i % len(steps)]) for i in chosen) <= 1.0  # the truth, or a hair from it, among them

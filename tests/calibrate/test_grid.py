@@ -158,6 +158,11 @@ def test_share_on_lines_is_high_where_the_grid_lies_and_low_a_few_px_off(board):
     assert shares[0] > 0.6 > shares[48]  # 6 px down the photo
     one_at_a_time = [shares_on_lines(ridge, [h], board)[0] for h in down]
     assert np.array_equal(shares, one_at_a_time)
+    # every 4th sample: a rougher share, ranking the starts about the same
+    rough = shares_on_lines(ridge, down, board, every=4)
+    assert rough[0] > 0.6 > rough[48]
+    assert np.abs(rough - shares).max() < 0.1
+    assert abs(rough[0] - shares[0]) > 0  # other samples, another count
 
 
 def test_share_on_lines_counts_only_the_samples_in_view(board):
