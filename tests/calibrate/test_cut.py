@@ -3,8 +3,8 @@
 import cv2
 import numpy as np
 
-from knockcam.calibrate.cut import (_best_starts, _side_on_the_edge, closed_by_the_edge, grown, near_edge, runs_past_edge, shifted,
-                                    stretched, turned)
+from knockcam.calibrate.cut import (_best_starts, _side_on_the_edge, closed_by_the_edge, grown, near_edge,
+                                    runs_past_edge, shifted, stretched, turned)
 from knockcam.calibrate.quality import board_corners_px as _corners
 
 
