@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 
 from knockcam.board.layout import Board
+from knockcam.calibrate.calibration import unscaled_px
 from knockcam.calibrate.quality import board_corners_mm
 from knockcam.errors import KnockcamError
 
@@ -37,7 +38,7 @@ def candidate_outlines(colour: np.ndarray, board: Board, scale: float,
     least = float(cfg.get("min_grid_score", 1.15))
     cut_scored = [(sc, q) for sc, _, q in _scored(grad, cut, board, cfg) if sc >= least]
     cut_seeds = _distinct([q for _, q in cut_scored], int(cfg["cut_seeds"]))
-    cut_seeds = [q / scale + (0.5 / scale - 0.5) for q in cut_seeds]  # work pixel centres -> full-resolution pixels
+    cut_seeds = [unscaled_px(q, scale) for q in cut_seeds]  # work pixels -> full-resolution pixels
     scored = _scored(grad, quads, board, cfg)
     if not scored or scored[0][0] < least:
         if not cut_seeds:
@@ -50,7 +51,7 @@ def candidate_outlines(colour: np.ndarray, board: Board, scale: float,
     near = [q for sc, _, q in scored if np.abs(q - best).max() < 0.03 * _size(best) and sc > 0.7 * best_score]
     # the grid registration also starts from the best-scoring quadrilaterals themselves
     seeds = _distinct([max(near, key=_area)] + [q for _, _, q in scored], int(cfg["grid_seeds"]) + 1)
-    seeds = [q / scale + (0.5 / scale - 0.5) for q in seeds]  # work pixel centres -> full-resolution pixels
+    seeds = [unscaled_px(q, scale) for q in seeds]
     return seeds, cut_seeds, float(best_score), float(runner)
 
 
