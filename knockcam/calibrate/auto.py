@@ -138,16 +138,20 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
         bent, bow = fit_grid_bowed(gray, fit.homography, board, up, radii=radii)
         placed = bent.homography
         others = [fit_grid_bowed(img, f.homography, board, up, radii=radii)[0].homography for f, img in rivals]
-        bow_terms, unfitted = bent.bow, 0.0
+        # a hump no board has is the printed lines bending for another reason (a wrong registration, a lens):
+        # the corners may be off by as much (cut tuning render 4248/0: a 21.7 mm hump, the board 5.9 mm off
+        # while estimated 1.6 mm)
+        height = _hump_height_mm(bow)
+        bow_terms, hump_error = bent.bow, height if height > float(cfg["max_hump_mm"]) else 0.0
     else:
         placed, bow = fit.homography, (0.0, 0.0)
         others = [f.homography for f, _ in rivals]
-        bow_terms, unfitted = None, float(cfg["hump_factor"]) * hump
+        bow_terms, hump_error = None, float(cfg["hump_factor"]) * hump
     spread = corner_spread_mm(gray, placed, board, segment_mm=float(cfg["grid_spread_segment_mm"]), bow=bow_terms)
-    err = max(_spread_error_mm(spread, _lines_width_px(colour, placed, board, bow), cfg), unfitted)
+    err = max(_spread_error_mm(spread, _lines_width_px(colour, placed, board, bow), cfg), hump_error)
     # the estimate at the worst corner: how much the corners depend on which printed lines were
     # seen (scaled: it misses what biases every line alike, and more so in a blurred photo), a hump
-    # too low to fit (it still skews a flat fit a little), never less than the line-position
+    # too low to fit (it still skews a flat fit a little) or too high for a board, never less than the line-position
     # ambiguity, and never less than how far the rival registrations put the corners
     err = max([err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100)]
               + [_corner_apart_mm(placed, other, board) for other in others])
@@ -573,7 +577,8 @@ def _error_source(outline: Outline) -> str:
         return (f"estimate: placed by the printed grid ({outline.grid_fit:.0%} of its samples on a printed line); "
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines (x (line width / {cfg['grid_spread_sharp_px']} px)^2 where they look wider), "
-                f"{cfg['hump_factor']} x any hump too low to fit, {cfg['grid_ambiguity_px']} px "
+                f"{cfg['hump_factor']} x any hump too low to fit, the height of one over {cfg['max_hump_mm']} mm "
+                f"(no board's), {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")
     return (f"estimate: scatter of {outline.edge_points} edge points about the four fitted sides, plus "
             f"{cfg['edge_ambiguity_px']} px of edge ambiguity per corner and half a board thickness of any edge face "

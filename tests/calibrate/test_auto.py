@@ -95,6 +95,27 @@ def test_a_hump_fitted_from_the_printed_lines_puts_the_tokens_back_where_they_re
     assert np.median(np.linalg.norm(replace(cal, hump=None).px_to_mm(px) - xy, axis=1)) > 3.0
 
 
+@pytest.mark.parametrize("hump_mm", [6.0, 20.0])
+def test_a_hump_no_board_has_is_not_believed(board, hump_mm):
+    # the printed lines of a board humped 20 mm bend as no board's do (auto.max_hump_mm: boards have a few
+    # mm): such a fit is what a wrong registration or lens looks like, so the estimate is at least its height
+    # (the board refused); a hump boards do have is fitted and believed
+    from dataclasses import replace
+
+    from knockcam.synth import scene as sc
+
+    spec = sc.sample_scene(board, np.random.default_rng(7), tokens=(), with_occluders=False)
+    spec = replace(spec, bow_mm=(hump_mm, 0.0),
+                   photo=replace(spec.photo, blur_sigma=0.5, noise_sigma=2.0, defocus_px=0.0, motion=None))
+    image = sc.finish_photo(sc.render(spec, board).image, spec.photo)
+    outline = auto.find_outline(image, board)
+    assert outline.placed_by == "grid" and abs(outline.bow_mm[0] - hump_mm) < 1.5
+    if hump_mm > settings_of("calibrate")["auto"]["max_hump_mm"]:
+        assert outline.error_mm >= abs(outline.bow_mm[0])
+    else:
+        assert outline.error_mm < 3.0
+
+
 @needs_fixtures
 def test_a_lens_nobody_calibrated_is_read_off_the_printed_lines(board, monkeypatch):
     # touching_and_lines was taken through a lens with k1 = +0.07 (pincushion) that the method is not
