@@ -324,18 +324,25 @@ def _board_shaped(pa: np.ndarray, pb: np.ndarray, ii: np.ndarray, jj: np.ndarray
     ok = (i != k) & (i != m) & (j != k) & (j != m)
     i, j, k, m = i[ok], j[ok], k[ok], m[ok]
     cut = (i >= n_found) | (j >= n_found) | (k >= n_found) | (m >= n_found)
-    quads = np.stack([np.stack([cx[a, b], cy[a, b]], axis=-1) for a, b in ((i, k), (k, j), (j, m), (m, i))],
-                     axis=1)  # (N, 4, 2)
-    e = np.roll(quads, -1, axis=1) - quads
-    crossz = e[:, :, 0] * np.roll(e, -1, axis=1)[:, :, 1] - e[:, :, 1] * np.roll(e, -1, axis=1)[:, :, 0]
-    convex = (crossz > 0).all(axis=1) | (crossz < 0).all(axis=1)
-    quads, crossz, cut = quads[convex], crossz[convex], cut[convex]
-    flip = crossz[:, 0] > 0  # make every quad anticlockwise on screen (negative z in image coordinates)
-    quads[flip] = quads[flip][:, ::-1]
-    x, y = quads[..., 0], quads[..., 1]
-    area = 0.5 * np.abs((x * np.roll(y, -1, 1) - np.roll(x, -1, 1) * y).sum(axis=1))
+    # one array per corner (x and y): the shape tests run on every candidate, and the (N, 4, 2) corners
+    # are built only for those that pass them (12 fixtures and tuning renders: the same quadrilaterals)
+    n = cx.shape[1]
+    at = [a * n + b for a, b in ((i, k), (k, j), (j, m), (m, i))]  # where in cx, cy each corner lies
+    x = [cx.ravel().take(f) for f in at]
+    y = [cy.ravel().take(f) for f in at]
+    ex = [x[(t + 1) % 4] - x[t] for t in range(4)]
+    ey = [y[(t + 1) % 4] - y[t] for t in range(4)]
+    crossz = [ex[t] * ey[(t + 1) % 4] - ey[t] * ex[(t + 1) % 4] for t in range(4)]
+    convex = (crossz[0] > 0) & (crossz[1] > 0) & (crossz[2] > 0) & (crossz[3] > 0) \
+        | (crossz[0] < 0) & (crossz[1] < 0) & (crossz[2] < 0) & (crossz[3] < 0)
+    flip = crossz[0][convex] > 0  # make every quad anticlockwise on screen (negative z in image coordinates)
+    x = [np.where(flip, x[3 - t][convex], x[t][convex]) for t in range(4)]
+    y = [np.where(flip, y[3 - t][convex], y[t][convex]) for t in range(4)]
+    terms = [x[t] * y[(t + 1) % 4] - x[(t + 1) % 4] * y[t] for t in range(4)]
+    area = 0.5 * np.abs(((terms[0] + terms[1]) + terms[2]) + terms[3])
     large = area >= float(cfg["min_area_frac"]) * w * h
-    quads, area, cut = quads[large], area[large], cut[large]
+    quads = np.stack([np.stack([x[t][large], y[t][large]], axis=-1) for t in range(4)], axis=1)  # (N, 4, 2)
+    area, cut = area[large], cut[convex][large]
     r = quad_aspects(quads, (w, h))
     r = np.maximum(r, 1 / r)
     fit = np.abs(np.log(r / aspect))
