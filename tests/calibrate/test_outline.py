@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from knockcam.calibrate.outline import (_PRUNING_SLACK, _crossings, _hough_lines, _side_support, _supported_stretches,
-                                        quad_aspect)
+from knockcam.calibrate.outline import (_PRUNING_SLACK, _board_shaped, _crossings, _hough_lines, _side_support,
+                                        _supported_stretches, quad_aspect)
 from knockcam.settings import load as settings_of
 
 
@@ -23,6 +23,59 @@ def test_quad_aspect_recovers_the_true_aspect_from_any_camera(seed, board):
     w, l = board.size_mm
     quad = cv2.perspectiveTransform(np.array([[[0, 0]], [[w, 0]], [[w, l]], [[0, l]]], np.float64), hom).reshape(-1, 2)
     assert quad_aspect(quad, (1280, 720)) == pytest.approx(w / l, rel=0.03)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_board_shaped_quadrilaterals_are_those_one_built_at_a_time_would_keep(seed, board):
+    # _board_shaped tests millions of line quadruples at once, on one array per corner; built one at a
+    # time (corners where the lines cross, turned anticlockwise, convex, large, of the board's shape with a
+    # cut one's slack) the same quadrilaterals must come out, in the same order, with the same fit and area
+    cfg = settings_of("calibrate")["auto"]
+    size = (960, 540)
+    rng = np.random.default_rng(seed)
+    lines = np.column_stack([rng.uniform(0, 900, 18), rng.uniform(0, np.pi, 18)])
+    lines = np.vstack([lines, [[0.25, 0.0], [size[0] - 1.25, 0.0], [0.25, np.pi / 2], [size[1] - 1.25, np.pi / 2]]])
+    n_found, aspect = 18, board.size_mm[1] / board.size_mm[0]
+    cx, cy, _ = _crossings(lines, size, float(cfg["corner_reach"]))
+    ii, jj = np.triu_indices(len(lines), 1)
+    mean_dir = np.angle(np.exp(2j * lines[ii, 1]) + np.exp(2j * lines[jj, 1])) / 2
+    pa, pb = np.nonzero(np.triu(np.ones((len(ii), len(ii)), bool), 1))
+    quads, fit, area, cut = _board_shaped(pa, pb, ii, jj, mean_dir, cx, cy, size, aspect, cfg, n_found)
+    tol, slack = float(cfg["aspect_tolerance"]), float(cfg["cut_aspect_tolerance"])
+    expected = []
+    for p, q in zip(pa, pb):
+        if abs((mean_dir[p] - mean_dir[q] + np.pi / 2) % np.pi - np.pi / 2) <= np.radians(cfg["min_pair_angle_deg"]):
+            continue
+        i, j, k, m = ii[p], jj[p], ii[q], jj[q]
+        if len({i, j, k, m}) < 4:
+            continue
+        corners = np.array([[cx[a, b], cy[a, b]] for a, b in ((i, k), (k, j), (j, m), (m, i))])
+        turns = [_cross(corners[(t + 1) % 4] - corners[t], corners[(t + 2) % 4] - corners[(t + 1) % 4])
+                 for t in range(4)]
+        if not (all(z > 0 for z in turns) or all(z < 0 for z in turns)):
+            continue
+        if turns[0] > 0:
+            corners = corners[::-1]
+        a = 0.5 * abs(sum(_cross(corners[t], corners[(t + 1) % 4]) for t in range(4)))  # shoelace
+        if a < float(cfg["min_area_frac"]) * size[0] * size[1]:
+            continue
+        r = quad_aspect(corners, size)
+        f = abs(np.log(max(r, 1 / r) / aspect))
+        is_cut = max(i, j, k, m) >= n_found
+        if is_cut:
+            f = max(f - slack + tol, 0.0)
+        if f <= tol:
+            expected.append((corners, f, a, is_cut))
+    assert len(expected) > 20 and any(c for *_, c in expected) and not all(c for *_, c in expected)
+    assert len(quads) == len(expected)
+    np.testing.assert_allclose(quads, np.array([e[0] for e in expected]), atol=1e-9)
+    np.testing.assert_allclose(fit, [e[1] for e in expected], atol=1e-9)
+    np.testing.assert_allclose(area, [e[2] for e in expected], rtol=1e-9)
+    assert list(cut) == [e[3] for e in expected]
+
+
+def _cross(u, v) -> float:
+    return float(u[0] * v[1] - u[1] * v[0])
 
 
 def test_short_board_ends_are_kept_among_many_long_parallel_lines():
