@@ -346,9 +346,10 @@ def test_frames_ending_mid_game_exit_3_and_resume_finishes_it(demo, demo_files, 
 
 
 def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_do(demo_files, tmp_path, capsys):
-    """The 480x270 demo video: the automatic method puts the board 28 mm off and says 18 mm. Live mode
-    used to play the whole game on it; now it looks again each second of frames (here 40 frames: two
-    tries) and stops in one line, before any turn."""
+    """The 480x270 demo video: the automatic method puts the board 21 mm off with a hump no board has
+    (77 mm across), and says 77 mm (12.5 mm before such a hump counted). Live mode used to play the whole
+    game on it; now it looks again each second of frames (here 40 frames: two tries) and stops in one line,
+    before any turn."""
     log = tmp_path / "refused.jsonl"
     code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
                  "--tokens", "2", "--log", str(log), "--quiet", "--no-model", "--answers", str(demo_files["answers"]),
@@ -366,12 +367,12 @@ def test_a_board_the_automatic_method_cannot_place_stops_live_mode_with_what_to_
     accepted = tmp_path / "accepted.jsonl"  # the user may accept the larger error, as with knockcam score
     code = main(["live", "--video", str(demo_files["video"]), "--sides", "blue,red", "--order", "red,blue",
                  "--tokens", "2", "--log", str(accepted), "--quiet", "--no-model", "--answers",
-                 str(demo_files["answers"]), "--max-error", "20", "--max-frames", "3"])
+                 str(demo_files["answers"]), "--max-error", "100", "--max-frames", "3"])
     assert code == 3
     (cal,) = [e for e in read_log(accepted) if e["kind"] == "calibration"]
     from knockcam.calibrate.calibration import Calibration
 
-    assert cal["method"] == "auto" and 3 < Calibration.load(tmp_path / cal["path"]).error_mm <= 20
+    assert cal["method"] == "auto" and 3 < Calibration.load(tmp_path / cal["path"]).error_mm <= 100
 
 
 def test_bad_inputs_stop_live_mode_before_any_game_log_is_written(demo_files, tmp_path, capsys):
