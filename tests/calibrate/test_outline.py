@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from knockcam.board.geometry import _cross
 from knockcam.calibrate.outline import (_PRUNING_SLACK, _board_shaped, _crossings, _hough_lines, _side_support,
                                         _supported_stretches, quad_aspect)
 from knockcam.settings import load as settings_of
@@ -72,10 +73,6 @@ def test_board_shaped_quadrilaterals_are_those_one_built_at_a_time_would_keep(se
     np.testing.assert_allclose(fit, [e[1] for e in expected], atol=1e-9)
     np.testing.assert_allclose(area, [e[2] for e in expected], rtol=1e-9)
     assert list(cut) == [e[3] for e in expected]
-
-
-def _cross(u, v) -> float:
-    return float(u[0] * v[1] - u[1] * v[0])
 
 
 def test_short_board_ends_are_kept_among_many_long_parallel_lines():
