@@ -378,9 +378,11 @@ BENCHMARK_SEEDS = (range(1000, 2000), range(HELD_OUT_SEED, HELD_OUT_SEED + 1))
 
 def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
     """Per knockcam.synth render (``seed``, each of ``indexes``): how the automatic method did against its
-    truth, as a dict (``index``, ``worst_mm``, ``estimate_mm``, ``grid_share``, ``offered``, ``source``, or
-    ``failed`` with the message; ``offered``: refused with an offer of --max-error); the lens is not given
-    unless ``lens_given``. What a change to the automatic method is tuned on, render by render
+    truth, as a dict (``index``, ``worst_mm``, ``estimate_mm``, ``grid_share``, ``offered``, ``source``,
+    ``lens_k1``, ``true_k1``, or ``failed`` with the message; ``offered``: refused with an offer of
+    --max-error; ``lens_k1``: the lens read off the printed lines and used, None where none was, and
+    ``true_k1`` the render's, both at the nominal focal length); the lens is not given unless
+    ``lens_given``. What a change to the automatic method is tuned on, render by render
     (``knockcam calibrate tune``)."""
     from knockcam.calibrate.auto import calibrate_auto
     from knockcam.calibrate.choose import offered_max_error
@@ -400,10 +402,22 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
             rec["failed"] = str(ex)
         else:
             refused = float(cal.error_mm) > error_limit()
+            read = not lens_given and cal.dist_coeffs is not None
             rec.update(worst_mm=float(corner_errors_mm(cal, truth, board).max()), estimate_mm=float(cal.error_mm),
                        grid_share=cal.grid_share, offered=refused and offered_max_error(cal) is not None,
-                       source=cal.error_source)
+                       source=cal.error_source, lens_k1=k1_at_nominal_focal(cal) if read else None,
+                       true_k1=k1_at_nominal_focal(truth))
         yield rec
+
+
+def k1_at_nominal_focal(cal: Calibration) -> float:
+    """``cal``'s first radial lens term for a camera of the nominal focal length max(width, height), as the
+    automatic method reads a lens off the printed lines (grid.nominal_camera): comparable across photos
+    whatever focal length their camera has; 0 with no lens."""
+    if cal.camera_matrix is None or cal.dist_coeffs is None:
+        return 0.0
+    f_nominal = float(max(cal.image_size))
+    return float(np.ravel(cal.dist_coeffs)[0]) * (f_nominal / float(np.asarray(cal.camera_matrix)[0, 0])) ** 2
 
 
 def _kept_and_bad(record: dict, limit: float) -> tuple[bool, bool]:

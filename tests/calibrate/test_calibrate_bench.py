@@ -107,6 +107,29 @@ def test_tuning_records_are_summed_up_under_the_3_mm_limit():
                                        "over 3 mm or not found": 4, "good offers": 1, "bad offers": 1}
 
 
+def test_the_lens_focal_length_is_taken_out_of_k1(board):
+    from knockcam.calibrate.bench import k1_at_nominal_focal
+    from knockcam.calibrate.calibration import Calibration
+
+    cam = np.array([[640.0, 0, 639.5], [0, 640.0, 359.5], [0, 0, 1]])  # half the nominal focal length, 1280 px
+    cal = Calibration(method="truth", image_size=(1280, 720), homography=np.eye(3), camera_matrix=cam,
+                      dist_coeffs=np.array([-0.1, 0.02, 0, 0, 0]))
+    assert k1_at_nominal_focal(cal) == pytest.approx(-0.4)  # the same bend, seen at twice the focal length
+    assert k1_at_nominal_focal(Calibration(method="truth", image_size=(1280, 720), homography=np.eye(3))) == 0.0
+
+
+def test_a_tuning_record_says_which_lens_was_read_and_which_the_render_has(board):
+    # detection scene 49129 (index 0): a strong barrel lens the automatic method reads off the printed lines
+    from knockcam.calibrate.bench import tuning_records
+
+    record = next(tuning_records(board, 49129, [0]))
+    assert record["true_k1"] == pytest.approx(-0.497, abs=0.001)
+    assert "lens distortion read" in record["source"]
+    assert record["lens_k1"] == pytest.approx(record["true_k1"], abs=0.03)
+    given = next(tuning_records(board, 49129, [0], lens_given=True))
+    assert given["lens_k1"] is None and given["true_k1"] == record["true_k1"]
+
+
 def test_tuning_changes_name_the_renders_whose_fate_or_error_moved():
     from knockcam.calibrate.bench import tuning_changes
 
