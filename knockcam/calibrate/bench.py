@@ -14,6 +14,7 @@ import numpy as np
 from knockcam.bench import SPEED_LINE, load_average, machine
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
+from knockcam.calibrate.grid import nominal_camera
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm, error_limit
 from knockcam.errors import KnockcamError
 from knockcam.files import write_atomic
@@ -139,8 +140,6 @@ def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
     no lens model then) is told so, rather than left for the automatic method to read off the lines."""
     if truth.camera_matrix is not None and truth.dist_coeffs is not None:
         return truth.camera_matrix, truth.dist_coeffs
-    from knockcam.calibrate.grid import nominal_camera
-
     return nominal_camera(truth.image_size), np.zeros(5)
 
 
@@ -411,12 +410,12 @@ def tuning_records(board: Board, seed: int, indexes, lens_given: bool = False):
 
 
 def k1_at_nominal_focal(cal: Calibration) -> float:
-    """``cal``'s first radial lens term for a camera of the nominal focal length max(width, height), as the
-    automatic method reads a lens off the printed lines (grid.nominal_camera): comparable across photos
-    whatever focal length their camera has; 0 with no lens."""
+    """``cal``'s first radial lens term for a camera of the nominal focal length (grid.nominal_camera), as the
+    automatic method reads a lens off the printed lines: comparable across photos whatever focal length
+    their camera has; 0 with no lens."""
     if cal.camera_matrix is None or cal.dist_coeffs is None:
         return 0.0
-    f_nominal = float(max(cal.image_size))
+    f_nominal = float(nominal_camera(cal.image_size)[0, 0])
     return float(np.ravel(cal.dist_coeffs)[0]) * (f_nominal / float(np.asarray(cal.camera_matrix)[0, 0])) ** 2
 
 
