@@ -107,7 +107,7 @@ def test_tuning_records_are_summed_up_under_the_3_mm_limit():
                                        "over 3 mm or not found": 4, "good offers": 1, "bad offers": 1}
 
 
-def test_the_lens_focal_length_is_taken_out_of_k1(board):
+def test_the_lens_focal_length_is_taken_out_of_k1():
     from knockcam.calibrate.bench import k1_at_nominal_focal
     from knockcam.calibrate.calibration import Calibration
 
