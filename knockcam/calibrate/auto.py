@@ -531,6 +531,12 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refuse
     min_z = float(cfg["lens_refused_min_z" if refused else "lens_min_z"])
     if lens.shift_px < float(cfg["lens_min_shift_px"]) or abs(float(lens.dist_coeffs[0])) < min_z * lens.k1_sigma:
         return None
+    # the coloured bands beside the printed lines pull where they are found, and a barrel lens can take that
+    # up: a lens that moves when their pull is fitted too was read off the bands, not the lens
+    pulled = fit_lens(gray, hom, board, up=up, segment_mm=float(cfg["grid_spread_segment_mm"]), pull=True,
+                      iterations=int(cfg["lens_pull_iterations"]))
+    if abs(float(pulled.dist_coeffs[0]) - float(lens.dist_coeffs[0])) > float(cfg["lens_pull_max_move"]):
+        return None
     return lens
 
 

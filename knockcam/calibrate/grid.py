@@ -231,8 +231,14 @@ def _measure(img, hn, bowv, pn, ahead, s1, s2, radius, min_contrast, gap):
     return _search(img, q, q2, radius, min_contrast, gap)
 
 
-def _search(img, q, q2, radius, min_contrast, gap):
-    """``_measure`` for samples the model puts at pixels ``q``, with ``q2`` a little across their line."""
+PULL_REACH_PX = 3.0  # a found line's lopsidedness: the profile this far ahead of it minus as far behind it ...
+PULL_CLIP = 5.0  # ... over the line's depth, clipped to +/- this
+
+
+def _search(img, q, q2, radius, min_contrast, gap, lopsided: bool = False):
+    """``_measure`` for samples the model puts at pixels ``q``, with ``q2`` a little across their line;
+    with ``lopsided`` also how lopsided each found line's surroundings are (PULL_REACH_PX, PULL_CLIP): a
+    coloured band or a border printed beside a line pulls where it is found."""
     h_img, w_img = img.shape[:2]
     nimg = q2 - q
     nimg /= np.maximum(np.linalg.norm(nimg, axis=1, keepdims=True), 1e-9)
@@ -263,7 +269,11 @@ def _search(img, q, q2, radius, min_contrast, gap):
     sub = np.where(den < -1e-6, 0.5 * (y0 - y2) / np.minimum(den, -1e-6), 0.0)
     found = offs[k] + np.clip(sub, -0.5, 0.5) * step
     ok = inside & (contrast >= min_contrast) & (k > 1) & (k < len(offs) - 2)
-    return found, ok, nimg, inside
+    if not lopsided:
+        return found, ok, nimg, inside
+    reach = int(round(PULL_REACH_PX / step))
+    ahead, behind = (prof[rows, np.clip(k + d, 0, len(offs) - 1)] for d in (reach, -reach))
+    return found, ok, nimg, inside, np.clip((ahead - behind) / np.maximum(contrast, 1e-6), -PULL_CLIP, PULL_CLIP)
 
 
 def _jacobian(hn, bowv, pn, s1, s2, nimg, use_bow) -> np.ndarray:
@@ -487,7 +497,7 @@ def _distort(q: np.ndarray, k1: float, cam: np.ndarray):
 
 def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, lens: bool = True,
              radii=(3.0, 2.0, 2.0), iterations: int = 4, inlier_px: float = 1.0,
-             segment_mm: float = 80.0) -> LensFit:
+             segment_mm: float = 80.0, pull: bool = False) -> LensFit:
     """Fit radial distortion k1 together with the homography on the printed grid of a photo whose
     lens is unknown (``homography``: board mm -> pixels of ``gray``); with ``up`` (see
     fit_grid_bowed) the board's hump too, which bends the lines in another shape. ``lens=False``
@@ -495,9 +505,12 @@ def fit_lens(gray: np.ndarray, homography: np.ndarray, board: Board, up=None, le
 
     The printed lines are straight on the board; a lens bends them about the image centre, which no
     homography can follow (plumb-line calibration, with the board's own lines as the plumb lines).
-    ``segment_mm``: the line pieces of its corner spread (corner_spread_mm).
+    ``segment_mm``: the line pieces of its corner spread (corner_spread_mm). ``pull``: one more unknown,
+    how far a line is found off per unit of how lopsided its surroundings are (_search), taken off every
+    offset: a far end pulled one way by its coloured bands is what a barrel lens can take up.
     """
-    bent = _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol=1e-7, segment_mm=segment_mm)
+    bent = _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol=1e-7, segment_mm=segment_mm,
+                     pull=pull)
     corners = board_corners_px(bent.homography, board)
     shift = float(np.max(np.linalg.norm(_distort(corners, bent.k1, bent.camera)[0] - corners, axis=1)))
     return LensFit(bent.homography, bent.camera, np.array([bent.k1, 0.0, 0.0, 0.0, 0.0]), bent.hump,
@@ -521,15 +534,16 @@ class _Bent(NamedTuple):
     spread_mm: float  # with a lens: corner_spread_mm of this fit (the lens and the hump held); else nan
 
 
-def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol, segment_mm: float = 80.0) -> _Bent:
+def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, tol, segment_mm: float = 80.0,
+              pull: bool = False) -> _Bent:
     """Gauss-Newton on the printed lines' across-line offsets (square root of Tukey's weights): the
     homography, with ``up`` the hump too (see fit_grid_bowed), with ``lens`` radial k1 about the
-    image centre of a nominal camera (see fit_lens)."""
+    image centre of a nominal camera, with ``pull`` the bands' pull (see fit_lens)."""
     h_img, w_img = gray.shape[:2]
     cam = nominal_camera((w_img, h_img))
     pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
     img = ridge_image(gray.astype(np.float32), 1.0)
-    k1, hump = 0.0, np.zeros(2)
+    k1, hump, pull_px = 0.0, np.zeros(2), 0.0
 
     def model():
         """(hump terms, image of a step up) for the current homography, zeros without ``up``."""
@@ -544,17 +558,18 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
         qu, hom = _project(hn, bowv, pn, s1, s2)
         q2u = _project(hn, bowv, ahead, s1, s2)[0]
         if not lens:  # no lens: undistorted pixels are the photo's
-            return _search(img, qu, q2u, radius, 3.0, 1.5), (bowv, step, qu, hom, None, None)
+            return _search(img, qu, q2u, radius, 3.0, 1.5, lopsided=True), (bowv, step, qu, hom, None, None)
         q, u, r2 = _distort(qu, k1, cam)
-        return _search(img, q, _distort(q2u, k1, cam)[0], radius, 3.0, 1.5), (bowv, step, qu, hom, u, r2)
+        return (_search(img, q, _distort(q2u, k1, cam)[0], radius, 3.0, 1.5, lopsided=True),
+                (bowv, step, qu, hom, u, r2))
 
     jac = res = wts = None
     for radius in radii:
         for _ in range(iterations):
-            (found, ok, nimg, _), (bowv, step, qu, hom, u, r2) = measure(radius)
+            (found, ok, nimg, _, lopsided), (bowv, step, qu, hom, u, r2) = measure(radius)
             if ok.sum() < 30:
                 break
-            res = found[ok]
+            res = found[ok] - pull_px * lopsided[ok]
             mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
             wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
             n = nimg[ok]
@@ -568,7 +583,9 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
                 along = np.sum(n_flat * (hom[ok, :2] / hom[ok, 2:3]), axis=1)
                 d_up = (n_flat @ step[:2] - along * step[2]) / hom[ok, 2]
                 cols += [(s1[ok] * d_up)[:, None], (s2[ok] * d_up)[:, None]]
-            if lens:
+            if pull:
+                cols.append(lopsided[ok][:, None])
+            if lens:  # last: k1_sigma below reads its variance
                 cols.append((cam[0, 0] * np.sum(n * uo, axis=1) * r2o)[:, None])
             jac = np.hstack(cols)
             delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
@@ -576,11 +593,13 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
             hn = hn / hn[2, 2]
             if up is not None:
                 hump += delta[8:10]
+            if pull:
+                pull_px += float(delta[-2 if lens else -1])
             if lens:
                 k1 += float(delta[-1])
             if np.abs(delta).max() < tol:
                 break
-    (found, ok, nimg, inside), (bowv, _, _, _, u, r2) = measure(2.0)
+    (found, ok, nimg, inside, _), (bowv, _, _, _, u, r2) = measure(2.0)
     good = ok & (np.abs(found) <= inlier_px)
     rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
     spread = float("nan")  # a flat or bowed fit's caller measures it itself (corner_spread_mm)

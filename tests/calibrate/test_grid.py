@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.grid import (corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm, ridge_image,
-                                     shares_on_lines, template)
+from knockcam.calibrate.grid import (_search, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
+                                     ridge_image, shares_on_lines, template)
 from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm, homography_from_points
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -178,3 +178,23 @@ def test_share_on_lines_counts_only_the_samples_in_view(board):
     # and a board wholly outside the photo has no sample in view: no share at all
     away = np.array([[1.0, 0.0, 5000.0], [0.0, 1.0, 0.0], [0.0, 0.0, 1.0]]) @ truth.homography
     assert shares_on_lines(cut, [away], board)[0] == 0.0
+
+
+@pytest.mark.parametrize("band", ["ahead", "behind", "none"])
+def test_a_band_beside_a_printed_line_makes_it_lopsided_towards_the_band(band):
+    # a dark line at x = 40 on white paper, a coloured band (darker paper) 4 px past it on one side:
+    # the line's surroundings 3 px away are darker on the band's side, and the search reports that side
+    img = np.full((60, 80), 200.0, np.float32)
+    if band == "ahead":
+        img[:, 44:] = 150.0
+    elif band == "behind":
+        img[:, :37] = 150.0
+    img[:, 39:42] = 60.0
+    img = ridge_image(img, 1.0)
+    q = np.array([[40.0, y] for y in range(10, 50, 5)])
+    found, ok, _, _, lopsided = _search(img, q, q + [1.0, 0.0], 6.0, 3.0, 1.5, lopsided=True)
+    assert ok.all() and np.abs(found).max() < 0.5
+    if band == "none":
+        assert np.abs(lopsided).max() < 0.05
+    else:
+        assert np.all(np.sign(lopsided) == (-1 if band == "ahead" else 1)) and np.abs(lopsided).min() > 0.2
