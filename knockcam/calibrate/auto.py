@@ -402,7 +402,9 @@ def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
         # +0.36, and the board found through that lens 10 mm off while estimated within 3 mm)
         trusted = outline.placed_by == "grid" or start_px is not None
         refused = outline.error_mm > error_limit()
-        lens = fit_lens_from_grid(image, outline, board, refused) if trusted else None
+        # the bands' pull check only where no corners were given: from the user's corners it lost on the
+        # benchmarks (docs/calibration.md, "A lens the bands' pull moves is not read")
+        lens = fit_lens_from_grid(image, outline, board, refused, pull_check=start_px is None) if trusted else None
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
             try:
@@ -503,7 +505,8 @@ def blurred_lines_px(image: np.ndarray, calibration: Calibration, board: Board) 
     return width if width > float(settings.load("calibrate")["quality"]["blurred_line_px"]) else None
 
 
-def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refused: bool = False) -> LensFit | None:
+def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refused: bool = False,
+                       pull_check: bool = True) -> LensFit | None:
     """The lens distortion the printed lines show around ``outline`` (found in a photo whose lens is
     unknown), fitted with the board's hump, which bends the lines too; None when it is too small to
     matter or too uncertain (calibrate.yaml auto.lens_*). Whether it is used is calibrate_auto's
@@ -513,7 +516,10 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refuse
     Around an outline that would be ``refused`` (estimated over quality.max_error_mm) a less certain
     lens is tried too (auto.lens_refused_min_z); the estimate of the board found through it still decides
     (the glare_crease_bowed fixture: its lens read right at 3.95 standard errors, the board 1.04 mm off
-    through it instead of 7.2). docs/calibration.md has what it changed on held-out renders."""
+    through it instead of 7.2). docs/calibration.md has what it changed on held-out renders.
+
+    With ``pull_check``, a lens that moves once the coloured bands' pull is fitted too is not read
+    (auto.lens_pull_max_move)."""
     cfg = settings.load("calibrate")["auto"]
     if not cfg.get("lens_fit", True):
         return None
@@ -531,6 +537,8 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refuse
     min_z = float(cfg["lens_refused_min_z" if refused else "lens_min_z"])
     if lens.shift_px < float(cfg["lens_min_shift_px"]) or abs(float(lens.dist_coeffs[0])) < min_z * lens.k1_sigma:
         return None
+    if not pull_check:
+        return lens
     # the coloured bands beside the printed lines pull where they are found, and a barrel lens can take that
     # up: a lens that moves when their pull is fitted too was read off the bands, not the lens
     pulled = fit_lens(gray, hom, board, up=up, segment_mm=float(cfg["grid_spread_segment_mm"]), pull=True,
