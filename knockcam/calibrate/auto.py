@@ -402,8 +402,8 @@ def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
         # +0.36, and the board found through that lens 10 mm off while estimated within 3 mm)
         trusted = outline.placed_by == "grid" or start_px is not None
         refused = outline.error_mm > error_limit()
-        # the bands' pull check only where no corners were given: from the user's corners it lost on the
-        # benchmarks (docs/calibration.md, "A lens the bands' pull moves is not read")
+        # the bands' pull check only where no corners were given: from the user's corners its check on fresh
+        # photos failed (docs/calibration.md, "A lens the bands' pull moves is not read")
         lens = fit_lens_from_grid(image, outline, board, refused, pull_check=start_px is None) if trusted else None
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
