@@ -122,25 +122,28 @@ class _FirstLooks:
 def _first_looks(image: np.ndarray, reference: np.ndarray | None, calibration: "Calibration", board: "Board",
                  learned: "TokenModel | None") -> _FirstLooks:
     """The learned model and the reference-frame detector, each where available, and the cover network.
-    The two detectors are independent: the network runs in a thread while the photo is compared with the
-    empty frame (onnxruntime and OpenCV release the GIL), so the 2 cores share the work."""
+    The three are independent: the networks run in a thread while the photo is compared with the empty frame
+    (onnxruntime and OpenCV release the GIL), so the 2 cores share the work."""
     from knockcam.detect.cover import hidden_in_photo, load as load_cover
 
     by_frame = difference = by_model = weak = None
-    hidden: tuple[HiddenArea, ...] = ()
     with ThreadPoolExecutor(max_workers=1) as pool:
         if learned is not None:
             # the model's weak candidates too: they vouch for reference-only blobs, or the verifier looks at them
             floor = min(learned.support_conf, learned.conf)
             candidates = pool.submit(learned.detect, image, calibration, board, conf=floor)
+        # what covers the board, seen in the photo itself: all there is in a photo alone, and with the empty
+        # frame it adds the hands and cups its difference left out. The comparison with the frame takes
+        # longest, so the cover network then runs in the thread too (-7 ms a photo); else on this one.
         if reference is not None:
             from knockcam.detect.reference import look
 
+            covered = pool.submit(hidden_in_photo, image, calibration, board, load_cover())
             seen = look(image, reference, calibration, board)
-            by_frame, hidden, difference = list(seen.tokens), tuple(seen.hidden), seen.difference
-        # what covers the board, seen in the photo itself: all there is in a photo alone, and with the empty
-        # frame it adds the hands and cups its difference left out
-        hidden = hidden + hidden_in_photo(image, calibration, board, load_cover())
+            by_frame, difference = list(seen.tokens), seen.difference
+            hidden = tuple(seen.hidden) + covered.result()
+        else:
+            hidden = hidden_in_photo(image, calibration, board, load_cover())
         if learned is not None:
             proposed = candidates.result()
             by_model = [t for t in proposed if t.confidence >= learned.conf]

@@ -146,8 +146,11 @@ def match_light(image: np.ndarray, reference: np.ndarray, valid: np.ndarray, cfg
         gain = cv2.medianBlur(gain, 5)
     gain = cv2.GaussianBlur(gain, (0, 0), 1.0)
     field = cv2.resize(gain, (w, h), interpolation=cv2.INTER_LINEAR)
-    out = (reference.astype(np.float32) + 8.0) * np.exp(field) - 8.0
-    return np.clip(out, 0, 255)
+    out = reference.astype(np.float32)  # (reference + 8) * exp(field) - 8, in place: 3 rasters fewer
+    out += 8.0
+    out *= np.exp(field, out=field)
+    out -= 8.0
+    return np.clip(out, 0, 255, out=out)
 
 
 def paper_gains(matched_ref: np.ndarray, board_mask: np.ndarray) -> np.ndarray:
@@ -229,21 +232,33 @@ def changed_pixels(image: np.ndarray, matched_ref: np.ndarray, cfg: dict) -> tup
     photo's colour vector orthogonal to the reference's (in DN) measures the replacement and is
     blind to shadows and to the light field's remaining error in brightness. Returns (changed:
     a clear colour change or brightening; strong: a change no clipped or glared shadow makes; the
-    orthogonal residual in DN).
+    orthogonal residual in DN). Worked a band of rows at a time, so that its dozen temporary rasters
+    stay in the processor's cache (11 -> 9 ms a photo, measured 2026-12-05; the same pixels).
     """
     ch = cfg["change"]
-    a0, a1, a2 = cv2.split(image.astype(np.float32))
-    b0, b1, b2 = cv2.split(matched_ref + 4.0)  # + 4 keeps a black reference pixel's direction defined
-    k = (a0 * b0 + a1 * b1 + a2 * b2) / (b0 * b0 + b1 * b1 + b2 * b2)
-    p0, p1, p2 = a0 - k * b0, a1 - k * b1, a2 - k * b2
-    residual = cv2.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
-    sa = a0 + a1 + a2
-    ratio = (sa + 15.0) / (b0 + b1 + b2 + 3.0)
-    share = residual / (cv2.sqrt(a0 * a0 + a1 * a1 + a2 * a2) + 1.0)
-    changed = (residual > float(ch["residual_dn"])) & (share > float(ch["residual_share"]))
-    strong = changed & (share > float(ch["strong_share"]))
-    brighter = ratio > 1.0 + float(ch["brighter"])
-    return changed | brighter, strong | brighter, residual
+    residual_dn, residual_share = float(ch["residual_dn"]), float(ch["residual_share"])
+    strong_share, brighter_by = float(ch["strong_share"]), 1.0 + float(ch["brighter"])
+    changed = np.empty(image.shape[:2], bool)
+    strong = np.empty(image.shape[:2], bool)
+    residual = np.empty(image.shape[:2], np.float32)
+    for top in range(0, image.shape[0], _BAND_ROWS):
+        rows = slice(top, top + _BAND_ROWS)
+        a0, a1, a2 = cv2.split(image[rows].astype(np.float32))
+        b0, b1, b2 = cv2.split(matched_ref[rows] + 4.0)  # + 4 keeps a black reference pixel's direction defined
+        k = (a0 * b0 + a1 * b1 + a2 * b2) / (b0 * b0 + b1 * b1 + b2 * b2)
+        p0, p1, p2 = a0 - k * b0, a1 - k * b1, a2 - k * b2
+        off = cv2.sqrt(p0 * p0 + p1 * p1 + p2 * p2)
+        ratio = (a0 + a1 + a2 + 15.0) / (b0 + b1 + b2 + 3.0)
+        share = off / (cv2.sqrt(a0 * a0 + a1 * a1 + a2 * a2) + 1.0)
+        coloured = (off > residual_dn) & (share > residual_share)
+        brighter = ratio > brighter_by
+        changed[rows] = coloured | brighter
+        strong[rows] = (coloured & (share > strong_share)) | brighter
+        residual[rows] = off
+    return changed, strong, residual
+
+
+_BAND_ROWS = 32  # changed_pixels' band: 32 rows of the 1 px/mm raster, 60 kB a temporary
 
 
 def token_mask(changed: np.ndarray, strong: np.ndarray, classes: np.ndarray, measured: np.ndarray) -> np.ndarray:
@@ -444,12 +459,19 @@ def _lean(vp: Viewpoint, board: Board) -> float:
     return board.token.height_mm / (height - board.token.height_mm)
 
 
+def _unit_circle(count: int) -> np.ndarray:
+    """``count`` points evenly around the unit circle, (count, 2)."""
+    angles = np.linspace(0, 2 * np.pi, count, endpoint=False)
+    return np.stack([np.cos(angles), np.sin(angles)], axis=1)
+
+
+_RING = _unit_circle(24)  # _envelope's polygon, made once: it is drawn about 40 times a photo
+
+
 def _envelope(center_px: np.ndarray, nadir_px: np.ndarray, radius_px: float, lean: float) -> np.ndarray:
     """Polygon (px) covering a standing token: its base disc swept up to its top, projected to the board."""
-    ang = np.linspace(0, 2 * np.pi, 24, endpoint=False)
-    ring = np.stack([np.cos(ang), np.sin(ang)], axis=1)
     top_c = nadir_px + (center_px - nadir_px) * (1.0 + lean)
-    pts = np.vstack([center_px + radius_px * ring, top_c + radius_px * (1.0 + lean) * ring])
+    pts = np.vstack([center_px + radius_px * _RING, top_c + radius_px * (1.0 + lean) * _RING])
     return cv2.convexHull(np.round(pts).astype(np.int32))
 
 

@@ -270,6 +270,24 @@ def test_small_changes_against_a_clipped_reference_are_not_token_pixels():
     assert ref.token_mask(changed, strong, classes, ~measured).all()
 
 
+def test_changed_pixels_are_judged_each_on_its_own_in_every_band_of_rows():
+    """The change is worked a band of rows at a time: every row, the last part-band's too, is judged as it would
+    be alone (a pixel's answer depends on that pixel only)."""
+    cfg = settings.load("reference")
+    rng = np.random.default_rng(11)
+    rows = 2 * ref._BAND_ROWS + 7
+    reference = rng.uniform(0, 255, (rows, 5, 3)).astype(np.float32)
+    # a third of the pixels a shadow of the reference (not changed), the rest new colours
+    shadow = rng.random((rows, 5)) < 1 / 3
+    photo = np.where(shadow[..., None], reference * 0.7, rng.uniform(0, 255, (rows, 5, 3))).astype(np.uint8)
+    whole = ref.changed_pixels(photo, reference, cfg)
+    alone = [ref.changed_pixels(photo[r:r + 1], reference[r:r + 1], cfg) for r in range(rows)]
+    for got, single in zip(whole, zip(*alone)):
+        assert got.shape == (rows, 5) and np.array_equal(got, np.concatenate(single))
+    changed = whole[0]
+    assert changed[~shadow].mean() > 0.8 and changed[shadow].mean() < 0.2
+
+
 def test_a_hand_on_the_board_is_reported_where_it_lies(board):
     photo, reference, cal, truth = load_fixture("hand")
     (hand,) = [o for o in truth["occluders"] if o["kind"] == "hand"]
