@@ -225,6 +225,9 @@ def measured_colour(reference: np.ndarray, cfg: dict) -> np.ndarray:
     return cv2.max(cv2.max(b, g), r) < float(cfg["colour"]["clipped_dn"])
 
 
+_BAND_ROWS = 32  # changed_pixels' band: 32 rows of the 1 px/mm raster, 60 kB a temporary
+
+
 def changed_pixels(image: np.ndarray, matched_ref: np.ndarray, cfg: dict) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Pixels that differ from the reference by more than a shadow would: a new colour, or much brighter.
 
@@ -256,9 +259,6 @@ def changed_pixels(image: np.ndarray, matched_ref: np.ndarray, cfg: dict) -> tup
         strong[rows] = (coloured & (share > strong_share)) | brighter
         residual[rows] = off
     return changed, strong, residual
-
-
-_BAND_ROWS = 32  # changed_pixels' band: 32 rows of the 1 px/mm raster, 60 kB a temporary
 
 
 def token_mask(changed: np.ndarray, strong: np.ndarray, classes: np.ndarray, measured: np.ndarray) -> np.ndarray:
