@@ -24,6 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     src = parser.add_mutually_exclusive_group()
     src.add_argument("--camera", metavar="N", type=int, help="OpenCV camera number (0 = the first webcam)")
     src.add_argument("--video", metavar="FILE", help="a video file instead of a camera")
+    src.add_argument("--stream", metavar="URL", help="a network camera's stream: a phone over the board running a "
+                     "camera app that serves its picture (e.g. http://192.168.1.20:8080/video, or rtsp://...)")
     parser.add_argument("--calibration", metavar="FILE", help="calibration file from 'knockcam calibrate' "
                         "(default: found automatically in the first frames); with --resume, one made again "
                         "(the camera moved), used from there on")
@@ -137,7 +139,7 @@ def _run(args: argparse.Namespace) -> int:
     from knockcam.calibrate.calibration import Calibration
     from knockcam.errors import KnockcamError
     from knockcam.files import load_photo
-    from knockcam.live.frames import camera_source, size_note, video_source
+    from knockcam.live.frames import camera_source, size_note, stream_source, video_source
     from knockcam.live.log import RESUME_LATER, check_new, read_game_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, check_answer_sides, load_answers
     from knockcam.live.session import LiveGame, new_log
@@ -178,8 +180,8 @@ def _run(args: argparse.Namespace) -> int:
         elif sides is not None and sorted(sides) != sorted(order):
             raise KnockcamError("--order must list the same sides as --sides")
         check_answer_sides(answers, order, args.answers)
-        if args.camera is None and args.video is None:
-            raise KnockcamError("give --camera N or --video FILE")
+        if args.camera is None and args.video is None and args.stream is None:
+            raise KnockcamError("give --camera N, --stream URL or --video FILE")
         board = load_board(args.board)
         display = _display(board, args)  # --show without a display, or a port in use, fails here
         calibration = Calibration.load(args.calibration) if args.calibration else None
@@ -192,12 +194,13 @@ def _run(args: argparse.Namespace) -> int:
             probe = video_source(args.video)  # a bad video path fails before any log is written
             name, frame_size = probe.name, probe.frame_size()
             probe.close()
-        else:
-            source = camera_source(args.camera)  # likewise a camera that cannot be opened
+        else:  # likewise a camera or a stream that cannot be opened
+            source = camera_source(args.camera) if args.stream is None else stream_source(args.stream)
             name, frame_size = source.name, source.frame_size()
         _check_frame_size(frame_size, name, calibration, reference, args)  # likewise files for another size
         size_line = size_note(name, frame_size)
-        source_info = {"video": str(Path(args.video).resolve())} if args.video else {"camera": args.camera}
+        source_info = ({"video": str(Path(args.video).resolve())} if args.video else
+                       {"stream": args.stream} if args.stream else {"camera": args.camera})
         from knockcam import settings
 
         tokens = args.tokens if args.tokens is not None else int(settings.load("live")["tracking"]["tokens_per_side"])
@@ -229,8 +232,10 @@ def _run(args: argparse.Namespace) -> int:
     if live.tracker.phase == "over":
         print(f"{log_path}: this game is over", file=sys.stderr)
     else:
-        if source is None and args.camera is not None:  # (a new game's camera is open already)
+        if source is None and args.camera is not None:  # (a new game's camera or stream is open already)
             source = camera_source(args.camera)
+        elif source is None and (args.stream or (not args.video and "stream" in source_info)):
+            source = stream_source(args.stream or source_info["stream"])
         elif source is None:
             video = args.video or source_info.get("video")
             if video is None:

@@ -1,4 +1,5 @@
-"""Where frames come from: a camera, a video file or a list of frames, with camera trouble reported.
+"""Where frames come from: a camera, a network stream, a video file or a list of frames, with camera trouble
+reported.
 
 A source yields ``Frame`` (an image with its index and time) or ``Trouble`` (the camera was lost,
 froze, or came back). A live camera that stops answering or repeats one frame for too long pauses
@@ -78,7 +79,9 @@ class CaptureSource:
 
     def __init__(self, open_capture: Callable[[], object | None], *, live: bool, fps: float | None = None,
                  clock: Callable[[], float] = time.monotonic, sleep: Callable[[float], None] = time.sleep,
-                 start_index: int = 0, name: str = "camera", max_wait_s: float | None = None):
+                 start_index: int = 0, name: str = "camera", max_wait_s: float | None = None,
+                 not_opened: str = "check the --camera number or the --video path",
+                 reconnect: str = "plug it back in"):
         cfg = settings.load("live")["camera"]
         self.open_capture = open_capture
         self.live = live
@@ -92,8 +95,9 @@ class CaptureSource:
         self.index = start_index
         self.max_wait_s = max_wait_s  # live: give up after this long without frames (None: wait for ever)
         self.capture = open_capture()
+        self.reconnect = reconnect  # what brings a lost source back, for the table
         if self.capture is None:
-            raise KnockcamError(f"cannot open {name}: check the --camera number or the --video path")
+            raise KnockcamError(f"cannot open {name}: {not_opened}")
         self.t0 = clock()
 
     def _time(self) -> float:
@@ -131,7 +135,7 @@ class CaptureSource:
             now = self.clock()
             if lost_since is None:
                 lost_since = now
-                yield Trouble(LOST, self._time(), f"{self.name} disconnected: game paused; plug it back in "
+                yield Trouble(LOST, self._time(), f"{self.name} disconnected: game paused; {self.reconnect} "
                                                   "(nothing is lost, it resumes when frames return)")
             if self.max_wait_s is not None and now - lost_since > self.max_wait_s:
                 raise KnockcamError(f"{self.name} gone for {self.max_wait_s:g} s: stopped", RESUME_LATER)
@@ -198,6 +202,46 @@ def camera_source(index: int, **kw) -> CaptureSource:
         return cap
 
     return CaptureSource(open_capture, live=True, name=f"camera {index}", **kw)
+
+
+STREAM_SCHEMES = ("http", "https", "rtsp")  # what phones' camera apps and network cameras serve
+
+
+def stream_source(url: str) -> CaptureSource:
+    """A network camera's video stream: a phone held over the board by a camera app that serves its picture
+    (an MJPEG page, http://PHONE:8080/video, or rtsp://...), or an IP camera. Opened and read with OpenCV's
+    FFmpeg back-end, each wait bounded by live.yaml ``camera.stream_timeout_s``; a dropped stream pauses the
+    game and is reopened, as a webcam unplugged is."""
+    import os
+    from urllib.parse import urlsplit
+
+    import cv2
+
+    scheme = urlsplit(url).scheme.lower()
+    if scheme not in STREAM_SCHEMES or not urlsplit(url).hostname:
+        raise KnockcamError(f"--stream {url}: give the stream's address as the camera app shows it, starting "
+                            f"{', '.join(s + '://' for s in STREAM_SCHEMES)} (e.g. http://192.168.1.20:8080/video)")
+    # FFmpeg writes its own lines for a refused connection: the one-line error below says it (read at first use)
+    os.environ.setdefault("OPENCV_FFMPEG_LOGLEVEL", "-8")
+    wait_ms = int(1000 * float(settings.load("live")["camera"]["stream_timeout_s"]))
+
+    def open_capture():
+        level = cv2.utils.logging.getLogLevel()  # nor OpenCV's (as for a camera, camera_source)
+        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+        try:
+            cap = cv2.VideoCapture(url, cv2.CAP_FFMPEG, [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, wait_ms,
+                                                        cv2.CAP_PROP_READ_TIMEOUT_MSEC, wait_ms])
+        finally:
+            cv2.utils.logging.setLogLevel(level)
+        if not cap.isOpened():
+            return None
+        cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue
+        return cap
+
+    return CaptureSource(open_capture, live=True, name=f"stream {url}",
+                         not_opened="check the address, that the camera app is running and that this computer is "
+                                    "on the same network",
+                         reconnect="check the camera app and the network")
 
 
 def video_source(path: str, start_index: int = 0) -> CaptureSource:

@@ -196,7 +196,7 @@ def test_live_cli_input_errors(tmp_path, capsys):
     assert main(["live", "--video", str(tmp_path / "v.avi")]) == 2
     assert "--sides" in capsys.readouterr().err
     assert main(["live", "--sides", "red,blue"]) == 2
-    assert "--camera N or --video FILE" in capsys.readouterr().err
+    assert "--camera N, --stream URL or --video FILE" in capsys.readouterr().err
     assert main(["live", "--sides", "red,blue", "--order", "red,green", "--video", "x.avi"]) == 2
     assert "same sides" in capsys.readouterr().err
     existing = tmp_path / "game.jsonl"
