@@ -55,12 +55,51 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--quiet", action="store_true", help="no scoreboards, only errors and the result")
     parser.add_argument("--json", action="store_true",
                         help="print the result as one JSON object at the end, alone on stdout (the rest: stderr)")
+    parser.add_argument("--grab", metavar="FILE", help="save one frame of the camera (or stream) to FILE (.jpg or "
+                        ".png) and stop: take it with the board empty, calibrate it with 'knockcam calibrate FILE' "
+                        "and give it as --reference")
     parser.add_argument("--bench", action="store_true",
                         help="benchmark the loop on a synthetic 1280x720 game and write bench/live.md")
     parser.add_argument("--max-frames", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--crash-after", type=int, default=None, help=argparse.SUPPRESS)  # tests: simulated kill
     parser.add_argument("--no-model", action="store_true", help=argparse.SUPPRESS)  # reference detector only
     parser.set_defaults(run=run)
+
+
+def _grab(args) -> int:
+    """``--grab FILE``: one good frame of the source (``first_good_frame``) written to FILE, and what to do next."""
+    import cv2
+
+    from knockcam.errors import KnockcamError
+    from knockcam.files import check_writable, write_atomic
+    from knockcam.live.frames import camera_source, first_good_frame, stream_source, video_source
+
+    path = Path(args.grab)
+    kind = path.suffix.lower()
+    if kind not in (".jpg", ".jpeg", ".png"):
+        raise KnockcamError(f"--grab writes a photo: give a file name ending in .jpg or .png, not {path}")
+    if path.exists():
+        raise KnockcamError(f"--grab {path}: the file exists already (give another name, or remove it)")
+    check_writable(path)  # before the camera is opened
+    if args.video:
+        source = video_source(args.video)
+    elif args.stream:
+        source = stream_source(args.stream)
+    elif args.camera is not None:
+        source = camera_source(args.camera)
+    else:
+        raise KnockcamError("--grab takes its frame from --camera N, --stream URL or --video FILE")
+    try:
+        frame = first_good_frame(source)
+    finally:
+        source.close()
+    params = [cv2.IMWRITE_JPEG_QUALITY, 95] if kind != ".png" else []
+    write_atomic(path, cv2.imencode(kind, frame.image, params)[1].tobytes())
+    h, w = frame.image.shape[:2]
+    print(f"{path}: {w}x{h}, from {source.name}. With the board empty, calibrate it: 'knockcam calibrate {path}' "
+          f"(or --click, --markers), then give both to live: --calibration calibration/{path.stem}.yaml "
+          f"--reference {path}")
+    return 0
 
 
 def _check_frame_size(size: tuple[int, int] | None, name: str, calibration, reference, args) -> None:
@@ -151,6 +190,9 @@ def _run(args: argparse.Namespace) -> int:
         report = run_bench(Path("bench/live.md"))
         print(report)
         return 0
+
+    if args.grab:
+        return _grab(args)
 
     answers = load_answers(args.answers) if args.answers else None  # a bad answers file fails before any log is written
     source = None

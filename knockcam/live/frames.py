@@ -305,3 +305,33 @@ def list_source(frames: Sequence[np.ndarray], fps: float = 30.0, start_index: in
     """Frames held in memory, played like a video file at ``fps`` (tests, benchmarks)."""
     capture = ListCapture(frames[start_index:])
     return CaptureSource(lambda: capture, live=False, fps=fps, start_index=start_index, name="frame list")
+
+
+def first_good_frame(source: CaptureSource) -> Frame:
+    """The first frame of ``source`` worth keeping as a photo of the board: taken once the camera has given
+    frames for live.yaml ``grab.settle_s`` (a webcam's exposure and focus settle in its first second) and
+    bright enough to read (detect.yaml ``photo.min_light``: a camera's first frames are often black). A
+    KnockcamError when the frames end, or none is bright enough within ``grab.give_up_s`` of the first."""
+    from knockcam.calibrate.auto import photo_light
+
+    cfg = settings.load("live")["grab"]
+    settle_s, give_up_s = float(cfg["settle_s"]), float(cfg["give_up_s"])
+    least = float(settings.load("detect")["photo"]["min_light"])
+    first_t: float | None = None
+    light = None
+    for item in source:
+        if not isinstance(item, Frame):
+            continue
+        first_t = item.t if first_t is None else first_t
+        if item.t - first_t < settle_s:
+            continue
+        light = photo_light(item.image)
+        if light >= least:
+            return item
+        if item.t - first_t > give_up_s:
+            break
+    if light is None:
+        raise KnockcamError(f"{source.name} gave no frame to keep (it ended within {settle_s:g} s)")
+    raise KnockcamError(f"{source.name}'s frames are far too dark (their brightest parts at {light:.0f} of 255)",
+                        "light the board, or uncover the lens, and grab again")
+

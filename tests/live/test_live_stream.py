@@ -1,4 +1,5 @@
-"""A phone over the board as the camera: its camera app's network stream (knockcam live --stream URL)."""
+"""A phone over the board as the camera (knockcam live --stream URL), and a frame of a camera kept as a photo
+(knockcam live --grab FILE)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import pytest
 
 from knockcam.cli import main
 from knockcam.errors import KnockcamError
-from knockcam.live.frames import LOST, Frame, Trouble, stream_source, video_source
+from knockcam.live.frames import LOST, Frame, Trouble, first_good_frame, list_source, stream_source, video_source
 from knockcam.live.log import read_log
 
 
@@ -137,3 +138,50 @@ def test_a_game_from_a_phone_stream_is_logged_with_it_and_resumed_from_it(demo_f
     err = capsys.readouterr().err
     assert f"resumed {log}" in err
     assert sum(e["kind"] == "observation" for e in read_log(log)) > observed
+
+
+def _shades(*runs):
+    """Frames of flat grey: (value, count) runs, in order."""
+    return [np.full((48, 64, 3), v, np.uint8) for v, n in runs for _ in range(n)]
+
+
+def test_the_grabbed_frame_is_past_the_cameras_first_second_and_its_dark_frames():
+    # at 30 frames/s: a second of settling (frames 0-29), then black frames until frame 40
+    frame = first_good_frame(list_source(_shades((0, 40), (200, 20)), fps=30.0))
+    assert frame.index == 40 and frame.image[0, 0, 0] == 200
+    settled = first_good_frame(list_source(_shades((200, 60)), fps=30.0))
+    assert settled.index == 30
+
+
+def test_a_camera_too_dark_or_too_short_to_grab_is_a_clear_error():
+    with pytest.raises(KnockcamError, match=r"frames are far too dark \(their brightest parts at 3 of 255\)"):
+        first_good_frame(list_source(_shades((3, 400)), fps=30.0))
+    with pytest.raises(KnockcamError, match=r"gave no frame to keep \(it ended within 1 s\)"):
+        first_good_frame(list_source(_shades((200, 10)), fps=30.0))
+
+
+def test_grab_writes_one_frame_of_the_stream_and_says_what_next(tmp_path, capsys):
+    phone = PhoneCamera([np.full((240, 320, 3), (40, 160, 220), np.uint8)])
+    out = tmp_path / "empty.jpg"
+    try:
+        assert main(["live", "--stream", phone.url, "--grab", str(out)]) == 0
+        said = capsys.readouterr().out
+        assert main(["live", "--stream", phone.url, "--grab", str(out)]) == 2  # never over a file
+        assert "the file exists already" in capsys.readouterr().err
+    finally:
+        phone.close()
+    image = cv2.imread(str(out))
+    assert image.shape == (240, 320, 3) and np.abs(image[120, 160].astype(int) - (40, 160, 220)).max() <= 3
+    assert said.startswith(f"{out}: 320x240, from stream {phone.url}.")
+    assert f"'knockcam calibrate {out}'" in said and f"--reference {out}" in said
+
+
+@pytest.mark.parametrize("args, said", [
+    (["--grab", "empty.gif", "--video", "game.avi"], "give a file name ending in .jpg or .png"),
+    (["--grab", "empty.jpg"], "--grab takes its frame from --camera N, --stream URL or --video FILE"),
+])
+def test_grab_input_errors(args, said, tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["live", *args]) == 2
+    assert said in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
