@@ -9,6 +9,7 @@ the game; a video file simply ends.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
@@ -188,12 +189,8 @@ def camera_source(index: int, **kw) -> CaptureSource:
 
     def open_capture():
         # a camera that is not there is told in one line (CaptureSource), not in each back-end's own words
-        level = cv2.utils.logging.getLogLevel()
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-        try:
+        with _opencv_silent():
             cap = cv2.VideoCapture(int(index))
-        finally:
-            cv2.utils.logging.setLogLevel(level)
         if not cap.isOpened():
             return None
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue
@@ -202,6 +199,37 @@ def camera_source(index: int, **kw) -> CaptureSource:
         return cap
 
     return CaptureSource(open_capture, live=True, name=f"camera {index}", **kw)
+
+
+@contextmanager
+def _opencv_silent():
+    """OpenCV's own warnings not printed meanwhile: what they say, the game's one-line errors and ``Trouble`` do."""
+    import cv2
+
+    level = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+    try:
+        yield
+    finally:
+        cv2.utils.logging.setLogLevel(level)
+
+
+class _QuietCapture:
+    """A stream's OpenCV capture whose reads print nothing: one that times out (the stream stalled) warns from
+    FFmpeg's interrupt, while the table already says the stream is lost."""
+
+    def __init__(self, capture):
+        self.capture = capture
+
+    def read(self):
+        with _opencv_silent():
+            return self.capture.read()
+
+    def get(self, prop: int) -> float:
+        return self.capture.get(prop)
+
+    def release(self) -> None:
+        self.capture.release()
 
 
 STREAM_SCHEMES = ("http", "https", "rtsp")  # what phones' camera apps and network cameras serve
@@ -226,17 +254,13 @@ def stream_source(url: str) -> CaptureSource:
     wait_ms = int(1000 * float(settings.load("live")["camera"]["stream_timeout_s"]))
 
     def open_capture():
-        level = cv2.utils.logging.getLogLevel()  # nor OpenCV's (as for a camera, camera_source)
-        cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-        try:
+        with _opencv_silent():  # nor OpenCV's (as for a camera, camera_source)
             cap = cv2.VideoCapture(url, cv2.CAP_FFMPEG, [cv2.CAP_PROP_OPEN_TIMEOUT_MSEC, wait_ms,
                                                         cv2.CAP_PROP_READ_TIMEOUT_MSEC, wait_ms])
-        finally:
-            cv2.utils.logging.setLogLevel(level)
         if not cap.isOpened():
             return None
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue
-        return cap
+        return _QuietCapture(cap)
 
     return CaptureSource(open_capture, live=True, name=f"stream {url}",
                          not_opened="check the address, that the camera app is running and that this computer is "

@@ -14,6 +14,7 @@ import cv2
 import numpy as np
 import pytest
 
+from knockcam import settings
 from knockcam.cli import main
 from knockcam.errors import KnockcamError
 from knockcam.live.frames import LOST, Frame, Trouble, first_good_frame, list_source, stream_source, video_source
@@ -24,7 +25,8 @@ class PhoneCamera:
     """A phone's camera app on this computer: an MJPEG page (multipart/x-mixed-replace, as such apps serve)
     showing ``frames`` in a loop at ``fps``, from the first frame for each viewer."""
 
-    def __init__(self, frames, fps=60.0):
+    def __init__(self, frames, fps=60.0, stall_after=None):
+        """``stall_after``: frames sent before it stops sending, the connection held open (a stalled stream)."""
         jpegs = [cv2.imencode(".jpg", f, [cv2.IMWRITE_JPEG_QUALITY, 95])[1].tobytes() for f in frames]
         stop = self.stop = threading.Event()
 
@@ -39,6 +41,9 @@ class PhoneCamera:
                 k = 0
                 try:
                     while not stop.is_set():
+                        if stall_after is not None and k >= stall_after:
+                            stop.wait(0.05)
+                            continue
                         jpeg = jpegs[k % len(jpegs)]
                         self.wfile.write(b"--frame\r\nContent-Type: image/jpeg\r\nContent-Length: %d\r\n\r\n"
                                          % len(jpeg) + jpeg + b"\r\n")
@@ -99,6 +104,24 @@ def test_a_stream_that_drops_pauses_the_game_with_what_to_check():
     assert trouble.kind == LOST
     assert trouble.message == (f"stream {phone.url} disconnected: game paused; check the camera app and the network "
                                "(nothing is lost, it resumes when frames return)")
+
+
+def test_a_stalled_stream_is_lost_after_one_wait_and_prints_nothing_itself(monkeypatch, capfd):
+    """The connection stays open but no frame comes (the phone asleep): each read waits ``stream_timeout_s``;
+    the table says the stream is lost, and FFmpeg's interrupt warning is not printed beside it."""
+    monkeypatch.setitem(settings.load("live")["camera"], "stream_timeout_s", 1.0)
+    phone = PhoneCamera([np.full((240, 320, 3), v, np.uint8) for v in (60, 120, 180)], stall_after=3)
+    source = stream_source(phone.url)
+    try:
+        items = iter(source)
+        started = time.monotonic()
+        trouble = next(item for _, item in zip(range(1000), items) if isinstance(item, Trouble))
+        waited = time.monotonic() - started
+    finally:
+        source.close()
+        phone.close()
+    assert trouble.kind == LOST and waited < 10.0  # one wait of 1 s (and reconnecting), not one per read
+    assert capfd.readouterr().err == ""
 
 
 @pytest.mark.parametrize("url", ["192.168.1.20:8080/video", "ftp://192.168.1.20/video", "http://", "video.mp4"])
