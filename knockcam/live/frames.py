@@ -335,7 +335,8 @@ def first_good_frame(source: CaptureSource) -> Frame:
     """The first frame of ``source`` worth keeping as a photo of the board: taken once the camera has given
     frames for live.yaml ``grab.settle_s`` (a webcam's exposure and focus settle in its first second) and
     bright enough to read (detect.yaml ``photo.min_light``: a camera's first frames are often black). A
-    KnockcamError when the frames end, or none is bright enough within ``grab.give_up_s`` of the first."""
+    KnockcamError when the frames end, the camera is lost or its picture freezes (a live camera would wait for
+    it to come back), or none is bright enough within ``grab.give_up_s`` of the first."""
     from knockcam.calibrate.auto import photo_light
 
     cfg = settings.load("live")["grab"]
@@ -344,7 +345,10 @@ def first_good_frame(source: CaptureSource) -> Frame:
     first_t: float | None = None
     light = None
     for item in source:
-        if not isinstance(item, Frame):
+        if isinstance(item, Trouble):
+            if item.kind in (LOST, FROZEN):
+                what = "was lost" if item.kind == LOST else "froze"
+                raise KnockcamError(f"{source.name} {what} before a frame could be kept", "check it and grab again")
             continue
         first_t = item.t if first_t is None else first_t
         if item.t - first_t < settle_s:

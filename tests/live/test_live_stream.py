@@ -17,7 +17,8 @@ import pytest
 from knockcam import settings
 from knockcam.cli import main
 from knockcam.errors import KnockcamError
-from knockcam.live.frames import LOST, Frame, Trouble, first_good_frame, list_source, stream_source, video_source
+from knockcam.live.frames import (LOST, CaptureSource, Frame, ListCapture, Trouble, first_good_frame,
+                                  list_source, stream_source, video_source)
 from knockcam.live.log import read_log
 
 
@@ -181,6 +182,13 @@ def test_a_camera_too_dark_or_too_short_to_grab_is_a_clear_error():
         first_good_frame(list_source(_shades((3, 400)), fps=30.0))
     with pytest.raises(KnockcamError, match=r"gave no frame to keep \(it ended within 1 s\)"):
         first_good_frame(list_source(_shades((200, 10)), fps=30.0))
+
+
+def test_a_camera_lost_while_grabbing_stops_the_grab_instead_of_waiting_for_it():
+    lost = CaptureSource(lambda: ListCapture(_shades((200, 3)) + [None] * 20), live=True, sleep=lambda s: None,
+                         name="camera 0")
+    with pytest.raises(KnockcamError, match="camera 0 was lost before a frame could be kept: check it and grab again"):
+        first_good_frame(lost)
 
 
 def test_grab_writes_one_frame_of_the_stream_and_says_what_next(tmp_path, capsys):
