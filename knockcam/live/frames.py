@@ -2,7 +2,7 @@
 reported.
 
 A source yields ``Frame`` (an image with its index and time) or ``Trouble`` (the camera was lost,
-froze, or came back). A live camera that stops answering or repeats one frame for too long pauses
+froze, its picture changed size, or it came back). A live camera that stops answering or repeats one frame for too long pauses
 the game; a video file simply ends.
 """
 
@@ -20,7 +20,7 @@ from knockcam.errors import KnockcamError
 from knockcam.files import image_format
 from knockcam.live.log import RESUME_LATER
 
-LOST, FROZEN, BACK = "lost", "frozen", "back"
+LOST, FROZEN, RESIZED, BACK = "lost", "frozen", "resized", "back"
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,31 @@ class FreezeWatch:
         return None
 
 
+class SizeWatch:
+    """Says when a source's frames change size, and when they are back at the first frames' size: a phone over
+    the board turned (its picture upright), its camera app set to another size, a webcam plugged back in at
+    another. The board was found, or calibrated, in frames of the first size: frames of another are not read."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.size: tuple[int, int] | None = None
+        self.changed = False
+
+    def update(self, image: np.ndarray, t: float) -> Trouble | None:
+        size = (int(image.shape[1]), int(image.shape[0]))
+        if self.size is None:
+            self.size = size
+        elif size != self.size and not self.changed:
+            self.changed = True
+            return Trouble(RESIZED, t, f"{self.name}'s picture changed size, {self.size[0]}x{self.size[1]} -> "
+                                       f"{size[0]}x{size[1]}: game paused; turn the camera back as it was, or set "
+                                       "its app to the size it had (it resumes by itself)")
+        elif size == self.size and self.changed:
+            self.changed = False
+            return Trouble(BACK, t, f"{self.name}'s picture back at {size[0]}x{size[1]}: game resumed")
+        return None
+
+
 class CaptureSource:
     """Frames from anything with OpenCV's ``read() -> (ok, image)``: a camera, or a fake one in tests.
 
@@ -93,6 +118,7 @@ class CaptureSource:
         self.reconnect_s = float(cfg["reconnect_s"])
         self.lost_reads = int(cfg["lost_reads"])
         self.freeze = FreezeWatch(float(cfg["frozen_s"])) if live else None
+        self.sizes = SizeWatch(name)
         self.index = start_index
         self.max_wait_s = max_wait_s  # live: give up after this long without frames (None: wait for ever)
         self.capture = open_capture()
@@ -117,6 +143,12 @@ class CaptureSource:
                     lost_since = None
                     yield Trouble(BACK, self._time(), f"{self.name} is back: game resumed")
                 t = self._time()
+                trouble = self.sizes.update(image, t)
+                if trouble is not None:
+                    yield trouble
+                if self.sizes.changed:  # read at the first frames' size only: the board was placed in those
+                    self.index += 1
+                    continue
                 if self.freeze is not None:
                     trouble = self.freeze.update(image, self.clock() - self.t0)
                     if trouble is not None:

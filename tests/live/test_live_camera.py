@@ -9,7 +9,7 @@ import pytest
 
 from knockcam.errors import KnockcamError
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected
-from knockcam.live.frames import BACK, FROZEN, LOST, CaptureSource, Frame, ListCapture, Trouble, list_source, \
+from knockcam.live.frames import BACK, FROZEN, LOST, RESIZED, CaptureSource, Frame, ListCapture, Trouble, list_source, \
     video_source
 from knockcam.live.log import read_log
 from knockcam.live.prompts import ScriptedPrompter
@@ -144,6 +144,31 @@ def test_a_frozen_camera_pauses_until_the_picture_moves():
     frozen_at = kinds.index(FROZEN)
     assert kinds[frozen_at + 1] == BACK  # no frame reaches the game while the picture is frozen
     assert "frozen" in items[frozen_at].message
+
+
+def test_frames_of_another_size_are_not_read_until_the_first_size_returns():
+    turned = np.zeros((32, 24, 3), np.uint8)  # the 24x32 picture of _img, upright
+    items = list(list_source([_img(1), _img(2), turned, turned, _img(3)]))
+    kinds = [i.kind if isinstance(i, Trouble) else "frame" for i in items]
+    assert kinds == ["frame", "frame", RESIZED, BACK, "frame"]
+    assert items[2].message == ("frame list's picture changed size, 32x24 -> 24x32: game paused; turn the camera back "
+                                "as it was, or set its app to the size it had (it resumes by itself)")
+    assert items[3].message == "frame list's picture back at 32x24: game resumed"
+    assert [i.index for i in items if isinstance(i, Frame)] == [0, 1, 4]
+
+
+def test_a_phone_turned_for_a_while_in_the_middle_of_a_game_pauses_it_and_changes_nothing(demo, board, tmp_path):
+    """Once, frames of another size reached the game and stopped it with OpenCV's traceback (the camera-move check)."""
+    cut = demo.marks[4] - 3  # in the middle of round 1
+    turned = [cv2.rotate(f, cv2.ROTATE_90_CLOCKWISE) for f in demo.frames[cut:cut + 30]]
+    log = tmp_path / "turned.jsonl"
+    new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
+            review="ambiguous", source={"frames": "memory"}, calibration=demo.calibration, reference=demo.empty,
+            fsync=False).close()
+    live = LiveGame(log, ScriptedPrompter(dict(DEMO_ANSWERS)), fsync=False, model=None)
+    stats = live.run(list_source(demo.frames[:cut] + turned + demo.frames[cut:], demo.fps))
+    assert stats.troubles == [RESIZED, BACK]
+    assert [s.to_dict() for s in live.game.standings()] == [s.to_dict() for s in demo_expected(board).standings()]
 
 
 def test_a_file_source_is_never_frozen():
