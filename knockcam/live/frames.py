@@ -2,8 +2,8 @@
 reported.
 
 A source yields ``Frame`` (an image with its index and time) or ``Trouble`` (the camera was lost,
-froze, its picture changed size, or it came back). A live camera that stops answering or repeats one frame for too long pauses
-the game; a video file simply ends.
+froze, its picture changed size, or it came back). A live camera that stops answering or repeats one
+frame for too long pauses the game, as frames of another size do; a video file simply ends.
 """
 
 from __future__ import annotations
