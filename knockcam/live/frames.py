@@ -294,10 +294,33 @@ def stream_source(url: str) -> CaptureSource:
         cap.set(cv2.CAP_PROP_BUFFERSIZE, 1)  # the newest frame after a detection, not a stale queue
         return _QuietCapture(cap)
 
-    return CaptureSource(open_capture, live=True, name=f"stream {url}",
-                         not_opened="check the address, that the camera app is running and that this computer is "
-                                    "on the same network",
-                         reconnect="check the camera app and the network")
+    try:
+        return CaptureSource(open_capture, live=True, name=f"stream {url}",
+                             not_opened="check the address, that the camera app is running and that this computer "
+                                        "is on the same network",
+                             reconnect="check the camera app and the network")
+    except KnockcamError:
+        page = _web_page(url, wait_ms / 1000.0)
+        if page is None:
+            raise
+        raise KnockcamError(f"cannot open stream {url}: it is a web page ({page}), not the video stream",
+                            "give the stream's own address, which the app shows beside its page (often the page's "
+                            "address with /video at the end)") from None
+
+
+def _web_page(url: str, timeout_s: float) -> str | None:
+    """The content type of what ``url`` serves when it is a page (``text/...``: a camera app's own page, which
+    its user may take for the stream), else None (a stream, nothing, or not HTTP)."""
+    from urllib.request import urlopen
+
+    if not url.lower().startswith(("http://", "https://")):
+        return None
+    try:
+        with urlopen(url, timeout=timeout_s) as answer:  # the headers only: the body is not read
+            kind = answer.headers.get_content_type()
+    except (OSError, ValueError):  # refused, timed out, not found, a bad address
+        return None
+    return kind if kind.startswith("text/") else None
 
 
 def video_source(path: str, start_index: int = 0) -> CaptureSource:

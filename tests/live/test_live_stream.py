@@ -36,6 +36,14 @@ class PhoneCamera:
                 pass
 
             def do_GET(self):
+                if self.path == "/":  # the app's own page, with the stream on it
+                    page = b"<html><body><img src='/video'></body></html>"
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/html; charset=utf-8")
+                    self.send_header("Content-Length", str(len(page)))
+                    self.end_headers()
+                    self.wfile.write(page)
+                    return
                 self.send_response(200)
                 self.send_header("Content-Type", "multipart/x-mixed-replace; boundary=frame")
                 self.end_headers()
@@ -129,6 +137,19 @@ def test_a_stalled_stream_is_lost_after_one_wait_and_prints_nothing_itself(monke
 def test_a_stream_address_that_is_no_stream_url_is_a_clear_error(url):
     with pytest.raises(KnockcamError, match=r"give the stream's address as the camera app shows it, starting http://"):
         stream_source(url)
+
+
+def test_the_camera_apps_page_given_for_its_stream_says_so():
+    phone = PhoneCamera([np.full((240, 320, 3), 90, np.uint8)])
+    page = phone.url.removesuffix("video")
+    try:
+        with pytest.raises(KnockcamError) as caught:
+            stream_source(page)
+    finally:
+        phone.close()
+    assert str(caught.value) == (f"cannot open stream {page}: it is a web page (text/html), not the video stream: give "
+                                 "the stream's own address, which the app shows beside its page (often the page's "
+                                 "address with /video at the end)")
 
 
 def test_a_stream_nobody_serves_is_one_line_and_no_game_log(tmp_path):
