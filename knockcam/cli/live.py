@@ -274,15 +274,15 @@ def _run(args: argparse.Namespace) -> int:
     if live.tracker.phase == "over":
         print(f"{log_path}: this game is over", file=sys.stderr)
     else:
-        if source is None and args.camera is not None:  # (a new game's camera or stream is open already)
-            source = camera_source(args.camera)
-        elif source is None and (args.stream or (not args.video and "stream" in source_info)):
-            source = stream_source(args.stream or source_info["stream"])
-        elif source is None:
+        if source is None:  # (a new game's camera or stream is open already) the one given, else the logged one
+            stream = args.stream or (None if args.video or args.camera is not None else source_info.get("stream"))
             video = args.video or source_info.get("video")
-            if video is None:
-                camera = source_info.get("camera", 0)
-                source = camera_source(int(camera))
+            if args.camera is not None:
+                source = camera_source(args.camera)
+            elif stream:
+                source = stream_source(stream)
+            elif video is None:
+                source = camera_source(int(source_info.get("camera", 0)))
             else:
                 same = args.resume and str(Path(video).resolve()) == source_info.get("video")
                 source = video_source(video, start_index=live.last_frame + 1 if same else 0)

@@ -277,8 +277,8 @@ def stream_source(url: str) -> CaptureSource:
 
     import cv2
 
-    scheme = urlsplit(url).scheme.lower()
-    if scheme not in STREAM_SCHEMES or not urlsplit(url).hostname:
+    address = urlsplit(url)
+    if address.scheme.lower() not in STREAM_SCHEMES or not address.hostname:
         raise KnockcamError(f"--stream {url}: give the stream's address as the camera app shows it, starting "
                             f"{', '.join(s + '://' for s in STREAM_SCHEMES)} (e.g. http://192.168.1.20:8080/video)")
     # FFmpeg writes its own lines for a refused connection: the one-line error below says it (read at first use)
