@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,11 +24,13 @@ EPILOG = """examples:
   knockcam score photo.jpg --corners "102,655 1180,640 930,80 310,85" --evidence evidence.png
   knockcam score photo.jpg --calibration calibration/table.yaml --reference empty.jpg --json
   knockcam score photos/ --order red,blue --out scores/      every photo: summary.csv, summary.json, evidence/
+                                                             (several at once: --workers N; Ctrl-C keeps those done)
   knockcam score photo.jpg --order red,blue --call 5=chance  token #5 settled by a person: it rests on Chance
   knockcam score photo.jpg --order red,blue --add red=park_place   a red token the camera missed, on Park Place
 
 exit codes: 0 scored; 2 bad input (one line on stderr says what and what to do);
-            1 a folder where some photos could not be scored (summary.csv says which and why)"""
+            1 a folder where some photos could not be scored (summary.csv says which and why);
+            130 a folder stopped with Ctrl-C (summary.csv lists the photos scored by then)"""
 
 
 def register(subparsers) -> None:
@@ -44,6 +45,10 @@ def register(subparsers) -> None:
     p.add_argument("--evidence", metavar="OUT.png", help="write the evidence picture for this photo")
     p.add_argument("--out", metavar="DIR", help="folder mode: where summary.csv, summary.json and evidence/ go "
                                                "(default: DIR/knockcam-scores)")
+    p.add_argument("--workers", metavar="N", type=_workers, default=None,
+                   help="folder mode: score this many photos at once, each in a process of its own holding its "
+                        "photo and the models (about 0.3 GB for a 1280x720 photo); default: one per CPU when the "
+                        "board is found anew in every photo, else 1 (one after another in this process)")
     p.set_defaults(run=run)
 
 
@@ -97,6 +102,12 @@ def _added(text: str) -> tuple[str, str]:
     return side.strip().lower(), where.strip()
 
 
+def _workers(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"give a number of processes, 1 or more, not {text!r}")
+    return int(text)
+
+
 def _millimetres(text: str) -> float:
     try:
         value = float(text)
@@ -134,9 +145,13 @@ def run(args: argparse.Namespace) -> int:
         if args.call or args.add:
             raise KnockcamError(f"--{'call' if args.call else 'add'} settles a token of one photo: score that photo "
                                 "on its own")
+        from knockcam.cli.folder import run_folder
+
         return run_folder(target, args)
     if args.out:
         raise KnockcamError("--out is for a folder of photos; for one photo use --evidence OUT.png")
+    if args.workers is not None:
+        raise KnockcamError("--workers is for a folder of photos; one photo is scored in this process")
     from knockcam.pipeline import Scorer
 
     scorer = Scorer(options_from(args))
@@ -238,144 +253,3 @@ def print_scored(scored, evidence: Path | None = None, console=None, again: str 
                       "score again with --call N=WHERE added.[/bold magenta]", soft_wrap=True)
     if evidence is not None:
         console.print(f"evidence: {evidence}", soft_wrap=True)
-
-
-# --- a folder ---------------------------------------------------------------------------------
-SUMMARY_FIELDS = ("image", "status", "tokens", "close_calls", "hidden_areas", "hidden_spaces", "calibration",
-                  "calibration_error_mm", "red", "yellow", "green", "blue", "pot_after", "evidence", "error")
-TOKEN_FIELDS = ("image", "n", "side", "space", "state", "coverage", "margin_mm", "x_mm", "y_mm", "ambiguous",
-                "confidence")
-
-
-# Files in a night's folder that are not scored but not passed over in silence: a phone's HEIC photos get a row
-# of their own (with load_photo's "export it as JPEG"), its videos a line naming the command that reads them.
-HEIC_SUFFIXES = (".heic", ".heif")
-VIDEO_SUFFIXES = (".mp4", ".mov", ".m4v", ".3gp", ".avi", ".mkv", ".webm")
-
-
-def photos_in(folder: Path) -> tuple[list[Path], list[Path]]:
-    """The photos in ``folder`` (HEIC ones included, to be refused each in its row) and the videos beside them."""
-    from knockcam.pipeline import PHOTO_SUFFIXES
-
-    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
-    return ([p for p in files if p.suffix.lower() in PHOTO_SUFFIXES + HEIC_SUFFIXES],
-            [p for p in files if p.suffix.lower() in VIDEO_SUFFIXES])
-
-
-def _evidence_names(photos: list[Path]) -> dict[Path, str]:
-    """Each photo's evidence file name: its stem, or for photos sharing one (round1.jpg and round1.png) the
-    stem with the extension, numbered if still taken; never two the same, even on a case-blind disk."""
-    stems = Counter(p.stem.lower() for p in photos)
-    names, taken = {}, set()
-    for p in photos:
-        name = p.stem if stems[p.stem.lower()] == 1 else f"{p.stem}-{p.suffix.lstrip('.')}"
-        unique, n = name, 1
-        while unique.lower() in taken:
-            n += 1
-            unique = f"{name}-{n}"
-        taken.add(unique.lower())
-        names[p] = f"{unique}.png"
-    return names
-
-
-def run_folder(folder: Path, args) -> int:
-    """Score every photo in ``folder``; write summary.csv, tokens.csv, summary.json and evidence/ in --out."""
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from knockcam.files import check_writable, write_atomic_all
-    from knockcam.pipeline import Scorer
-    from knockcam.report.evidence import write_evidence
-
-    photos, videos = photos_in(folder)
-    if args.reference:  # the empty-board frame kept among the night's photos is not one of them
-        photos = [p for p in photos if p.resolve() != Path(args.reference).resolve()]
-    video_note = ""
-    if videos:
-        names = ", ".join(p.name for p in videos[:3]) + (", ..." if len(videos) > 3 else "")
-        video_note = (f"{len(videos)} video{'s' if len(videos) > 1 else ''} ({names}) not scored here: "
-                      "'knockcam live --video FILE' follows a game in one")
-    if not photos:
-        raise KnockcamError(f"no photos in {folder} (looked for .jpg, .jpeg, .png, .bmp, .tif, .tiff, .webp)"
-                            + (f"; {video_note}" if video_note else ""))
-    out = Path(args.out) if args.out else folder / "knockcam-scores"
-    if out.exists() and not out.is_dir():
-        raise KnockcamError(f"--out {out} is a file, not a folder")
-    for name in ("summary.csv", "tokens.csv", "summary.json"):  # before the night's photos are scored, not after
-        check_writable(out / name)
-    scorer = Scorer(options_from(args))
-    pictures = _evidence_names(photos)
-    records, token_rows = [], []
-    err_console = Console(stderr=True)
-    if video_note:
-        err_console.print(video_note, style="yellow", markup=False, highlight=False, soft_wrap=True)
-    with Progress(TextColumn("scoring"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[name]}"),
-                  TimeRemainingColumn(), console=err_console, transient=False) as progress:
-        task = progress.add_task("score", total=len(photos), name="")
-        for photo in photos:
-            progress.update(task, name=photo.name)
-            record = {"image": str(photo), "status": "error", "evidence": None, "error": None, "result": None}
-            try:
-                scored = scorer.score(photo)
-                record.update(status="ok", result=scored.to_dict(), timings_ms=scored.timings_ms)
-                for n, t in enumerate(record["result"]["tokens"], 1):
-                    token_rows.append({"image": photo.name, "n": n, "side": t["side"], "space": t["space"] or "",
-                                       "state": t["state"], "coverage": t["coverage"], "margin_mm": t["margin_mm"],
-                                       "x_mm": t["xy_mm"][0], "y_mm": t["xy_mm"][1], "ambiguous": t["ambiguous"],
-                                       "confidence": t["confidence"]})
-                try:  # a picture that cannot be written (a full disk) does not cost the photo its score
-                    record["evidence"] = str(write_evidence(scored, out / "evidence" / pictures[photo]))
-                except KnockcamError as exc:
-                    record["error"] = f"scored, but no evidence picture: {exc}"
-            except KnockcamError as exc:
-                record["error"] = str(exc)
-            except Exception as exc:  # a bug must not cost the rest of the night's photos; it is recorded
-                record["error"] = f"internal error ({type(exc).__name__}: {exc}); please report it"
-            if record["error"]:
-                where = "" if str(photo) in record["error"] else f"{photo.name}: "
-                progress.console.print(f"{where}{record['error']}", style="yellow", markup=False, highlight=False,
-                                       soft_wrap=True)
-            records.append(record)
-            progress.advance(task)
-    summary = {"folder": str(folder), "photos": len(photos), "scored": sum(r["status"] == "ok" for r in records),
-               "order": list(scorer.options.order), "results": records}
-    write_atomic_all({out / "summary.csv": _csv([_summary_row(r) for r in records], SUMMARY_FIELDS),
-                      out / "tokens.csv": _csv(token_rows, TOKEN_FIELDS),
-                      out / "summary.json": json.dumps(summary, indent=1) + "\n"})
-    failed = len(photos) - summary["scored"]
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        Console().print(f"scored {summary['scored']} of {len(photos)} photos; summary: {out / 'summary.csv'}, "
-                        f"{out / 'tokens.csv'}, {out / 'summary.json'}; evidence: {out / 'evidence'}/", soft_wrap=True)
-    if failed == len(photos):
-        raise KnockcamError(f"none of the {len(photos)} photos in {folder} could be scored: see {out / 'summary.csv'}")
-    return 1 if failed else 0
-
-
-def _summary_row(record: dict) -> dict:
-    row = {"image": Path(record["image"]).name, "status": record["status"], "evidence": record["evidence"] or "",
-           "error": record["error"] or ""}
-    result = record["result"]
-    if result:
-        row.update(tokens=len(result["tokens"]), close_calls=sum(t["ambiguous"] for t in result["tokens"]),
-                   hidden_areas=len(result["hidden"]),
-                   hidden_spaces=";".join(dict.fromkeys(s for area in result["hidden"] for s in area["spaces"])),
-                   calibration=result["calibration"]["method"],
-                   calibration_error_mm=result["calibration"]["error_mm"])
-        if result["round"]:
-            row.update({side: delta for side, delta in result["round"]["delta"].items()})
-            row["pot_after"] = result["round"]["pot_after"]
-    return row
-
-
-def _csv(rows: list[dict], fields: tuple[str, ...]) -> bytes:
-    import csv
-    import io
-
-    buf = io.StringIO()
-    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore", lineterminator="\n")
-    writer.writeheader()
-    for row in rows:
-        writer.writerow({k: ("" if row.get(k) is None else row.get(k, "")) for k in fields})
-    return buf.getvalue().encode("utf-8")
