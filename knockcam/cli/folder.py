@@ -135,7 +135,7 @@ def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, co
     """Score each (photo, evidence path) of ``jobs`` and hand ``keep(index, record)`` its record as it is done:
     one after another in this process (``workers`` 1), else in that many worker processes, in the order they
     finish. Returns whether Ctrl-C stopped it: photos not started by then are not scored, those being scored in
-    workers are finished and kept (a second Ctrl-C leaves them too). Should the workers die (one killed for
+    workers are finished and kept (a second Ctrl-C stops them too). Should the workers die (one killed for
     memory), the photos left are scored here."""
     todo = list(range(len(jobs)))
     try:
@@ -179,11 +179,11 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
                       highlight=False, soft_wrap=True)
         return left
     except KeyboardInterrupt:
-        console.print(f"stopping: finishing the {len(running)} photos being scored (Ctrl-C again leaves them)",
+        console.print(f"stopping: finishing the {len(running)} photos being scored (Ctrl-C again stops them at once)",
                       style="yellow", markup=False, highlight=False, soft_wrap=True)
         try:
             collect(wait(running)[0])
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, BrokenProcessPool):
             for worker in multiprocessing.active_children():
                 worker.terminate()
         raise
