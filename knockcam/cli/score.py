@@ -145,7 +145,7 @@ def run(args: argparse.Namespace) -> int:
         if args.call or args.add:
             raise KnockcamError(f"--{'call' if args.call else 'add'} settles a token of one photo: score that photo "
                                 "on its own")
-        from knockcam.cli.folder import run_folder
+        from knockcam.cli.score_folder import run_folder
 
         return run_folder(target, args)
     if args.out:

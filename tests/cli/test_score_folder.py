@@ -52,7 +52,7 @@ def test_folder_scores_every_photo_and_summarises(tmp_path, scene):
 
 
 def test_photos_sharing_a_name_get_evidence_pictures_of_their_own():
-    from knockcam.cli.folder import _evidence_names
+    from knockcam.cli.score_folder import _evidence_names
 
     photos = [Path(n) for n in ("a.jpg", "round1.jpg", "round1.png", "round2.JPG", "round2.jpg", "round2-jpg.jpg")]
     names = _evidence_names(photos)
@@ -232,7 +232,7 @@ def test_workers_by_default_only_where_each_photo_is_searched_for_its_board():
     the calibration is given or found once in the empty-board frame (detection already uses both cores)."""
     from argparse import Namespace
 
-    from knockcam.cli.folder import available_cpus, default_workers
+    from knockcam.cli.score_folder import available_cpus, default_workers
 
     alone = dict(calibration=None, corners=None, reference=None)
     assert default_workers(Namespace(**alone)) == available_cpus() >= 1
