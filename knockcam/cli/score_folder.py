@@ -1,10 +1,11 @@
 """``knockcam score DIR``: every photo of a night's folder scored, a summary (CSV and JSON) and an evidence
 picture each.
 
-The photos are scored side by side in worker processes (``--workers``; each one scores a photo from
-start to end, as ``knockcam score PHOTO`` would, so the answers are the same as one after another) and
-the summary lists them in the folder's order. Ctrl-C stops it: the photos scored by then are in the
-summary, the others marked "not scored".
+Where each photo's board is searched for (seconds a photo on one core), the photos are scored side by
+side in worker processes (``default_workers``, or ``--workers``): each scores a photo from start to end
+as ``knockcam score PHOTO`` would, so the answers are those of one after another, and the summary lists
+them in the folder's order. Ctrl-C stops it: the photos done by then are in the summary, the others
+marked "stopped".
 """
 
 from __future__ import annotations
