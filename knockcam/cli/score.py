@@ -47,7 +47,7 @@ def register(subparsers) -> None:
                                                "(default: DIR/knockcam-scores)")
     p.add_argument("--workers", metavar="N", type=_workers, default=None,
                    help="folder mode: score this many photos at once, each in a process of its own holding its "
-                        "photo and the models (0.25 GB for a 1280x720 photo, 0.55 GB for 12 MP); default: one per "
+                        "photo and the models (0.24 GB for a 1280x720 photo, 0.55 GB for 12 MP); default: one per "
                         "CPU when the board is found anew in every photo, else 1 (one after another here)")
     p.set_defaults(run=run)
 
