@@ -72,11 +72,7 @@ def test_folder_of_no_photos(tmp_path):
 def test_folder_summary_says_which_photos_show_the_board_covered(tmp_path):
     """A referee scanning the night's summary sees the photo with a hand over the board (the empty-board frame,
     kept in the same folder, is the reference and not one of the photos scored)."""
-    fixtures = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
-    photos = tmp_path / "night"
-    photos.mkdir()
-    shutil.copy(fixtures / "hand.jpg", photos / "hand.jpg")
-    shutil.copy(fixtures / "hand_ref.jpg", photos / "hand_ref.jpg")
+    photos = _night(tmp_path / "night", {"hand.jpg": "hand", "hand_ref.jpg": "hand_ref"})
     out = tmp_path / "scores"
     result = knockcam("score", photos, "--reference", photos / "hand_ref.jpg", "--out", out)
     assert result.returncode == 0, result.stderr
