@@ -66,13 +66,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(run=run)
 
 
+def _given_source(args) -> tuple[str, object] | None:
+    """The frame source the command line names: ("camera", N), ("stream", URL) or ("video", FILE); None without
+    one (a resumed game's is in its log, as {kind: where})."""
+    return next(((kind, getattr(args, kind)) for kind in ("camera", "stream", "video")
+                 if getattr(args, kind) is not None), None)
+
+
+def _open_source(kind: str, where, start_index: int = 0):
+    """The frames of a ``_given_source`` (or a game log's source): a camera, a stream, or a video from a frame on."""
+    from knockcam.live.frames import camera_source, stream_source, video_source
+
+    if kind == "video":
+        return video_source(where, start_index=start_index)
+    return stream_source(where) if kind == "stream" else camera_source(int(where))
+
+
 def _grab(args) -> int:
     """``--grab FILE``: one good frame of the source (``first_good_frame``) written to FILE, and what to do next."""
     import cv2
 
     from knockcam.errors import KnockcamError
     from knockcam.files import check_writable, write_atomic
-    from knockcam.live.frames import camera_source, first_good_frame, stream_source, video_source
+    from knockcam.live.frames import first_good_frame
 
     path = Path(args.grab)
     kind = path.suffix.lower()
@@ -81,14 +97,10 @@ def _grab(args) -> int:
     if path.exists():
         raise KnockcamError(f"--grab {path}: the file exists already (give another name, or remove it)")
     check_writable(path)  # before the camera is opened
-    if args.video:
-        source = video_source(args.video)
-    elif args.stream:
-        source = stream_source(args.stream)
-    elif args.camera is not None:
-        source = camera_source(args.camera)
-    else:
+    given = _given_source(args)
+    if given is None:
         raise KnockcamError("--grab takes its frame from --camera N, --stream URL or --video FILE")
+    source = _open_source(*given)
     try:
         frame = first_good_frame(source)
     finally:
@@ -178,7 +190,7 @@ def _run(args: argparse.Namespace) -> int:
     from knockcam.calibrate.calibration import Calibration
     from knockcam.errors import KnockcamError
     from knockcam.files import load_photo
-    from knockcam.live.frames import camera_source, size_note, stream_source, video_source
+    from knockcam.live.frames import size_note
     from knockcam.live.log import RESUME_LATER, check_new, read_game_log
     from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, check_answer_sides, load_answers
     from knockcam.live.session import LiveGame, new_log
@@ -222,7 +234,8 @@ def _run(args: argparse.Namespace) -> int:
         elif sides is not None and sorted(sides) != sorted(order):
             raise KnockcamError("--order must list the same sides as --sides")
         check_answer_sides(answers, order, args.answers)
-        if args.camera is None and args.video is None and args.stream is None:
+        given = _given_source(args)
+        if given is None:
             raise KnockcamError("give --camera N, --stream URL or --video FILE")
         board = load_board(args.board)
         display = _display(board, args)  # --show without a display, or a port in use, fails here
@@ -232,17 +245,17 @@ def _run(args: argparse.Namespace) -> int:
             reference = load_photo(args.reference, "empty-board frame")
         log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
         check_new(log_path)
-        if args.video:
-            probe = video_source(args.video)  # a bad video path fails before any log is written
+        kind, where = given
+        if kind == "video":  # a bad video path fails before any log is written (opened again to play it)
+            probe = _open_source(kind, where)
             name, frame_size = probe.name, probe.frame_size()
             probe.close()
         else:  # likewise a camera or a stream that cannot be opened
-            source = camera_source(args.camera) if args.stream is None else stream_source(args.stream)
+            source = _open_source(kind, where)
             name, frame_size = source.name, source.frame_size()
         _check_frame_size(frame_size, name, calibration, reference, args)  # likewise files for another size
         size_line = size_note(name, frame_size)
-        source_info = ({"video": str(Path(args.video).resolve())} if args.video else
-                       {"stream": args.stream} if args.stream else {"camera": args.camera})
+        source_info = {kind: str(Path(where).resolve()) if kind == "video" else where}
         from knockcam import settings
 
         tokens = args.tokens if args.tokens is not None else int(settings.load("live")["tracking"]["tokens_per_side"])
@@ -275,17 +288,10 @@ def _run(args: argparse.Namespace) -> int:
         print(f"{log_path}: this game is over", file=sys.stderr)
     else:
         if source is None:  # (a new game's camera or stream is open already) the one given, else the logged one
-            stream = args.stream or (None if args.video or args.camera is not None else source_info.get("stream"))
-            video = args.video or source_info.get("video")
-            if args.camera is not None:
-                source = camera_source(args.camera)
-            elif stream:
-                source = stream_source(stream)
-            elif video is None:
-                source = camera_source(int(source_info.get("camera", 0)))
-            else:
-                same = args.resume and str(Path(video).resolve()) == source_info.get("video")
-                source = video_source(video, start_index=live.last_frame + 1 if same else 0)
+            kind, where = _given_source(args) or next(iter(source_info.items()), ("camera", 0))
+            # the logged video again: on from where the game left it
+            same = kind == "video" and args.resume and str(Path(where).resolve()) == source_info.get("video")
+            source = _open_source(kind, where, start_index=live.last_frame + 1 if same else 0)
         if args.resume and calibration is not None:
             try:
                 _check_frame_size(source.frame_size(), source.name, calibration, None, args)
