@@ -361,6 +361,43 @@ def _auto_calibration(image: np.ndarray, board: Board, max_error_mm: float,
     return cal
 
 
+def scene_calibrations(board: Board, seed: int, loosest_mm: float,
+                       scene: Scene | None = None) -> tuple[Calibration | None, Calibration | None, float | None]:
+    """Scene ``seed``'s automatic calibrations (each as ``_auto_calibration`` returns it, up to ``loosest_mm``):
+    the photo's, the empty-board frame's, and how long the photo's took in ms (None when it was refused)."""
+    scene = scene or make_scene(board, seed)
+    ms: list[float] = []
+    photo = _auto_calibration(scene.image, board, loosest_mm, ms)
+    return photo, _auto_calibration(scene.reference, board, loosest_mm), (ms[0] if ms else None)
+
+
+def _calibrations_in_workers(board: Board, seeds: range, loosest_mm: float, workers: int, block: int):
+    """``scene_calibrations`` of each of ``seeds``, in order (a generator), found in ``workers`` worker processes a
+    ``block`` of scenes at a time: the whole block is found before any of it is handed on, so the detectors are
+    timed while the workers wait. Closed early (Ctrl-C), it stops the workers at once."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    from knockcam.workers import spawned_pool, stop_workers
+
+    pool = spawned_pool(workers)
+    finished = False
+    try:
+        for first in range(0, len(seeds), block):
+            futures = [pool.submit(scene_calibrations, board, seed, loosest_mm) for seed in seeds[first:first + block]]
+            found = [future.result() for future in futures]
+            if first + block >= len(seeds):
+                pool.shutdown()
+                finished = True
+            yield from found
+    except BrokenProcessPool:
+        raise KnockcamError("the benchmark's worker processes stopped (out of memory?)",
+                            "run it again with --workers 1") from None
+    finally:
+        if not finished:
+            pool.shutdown(wait=False, cancel_futures=True)
+            stop_workers()
+
+
 def _accepted(cal: Calibration | None, limit_mm: float, accept_offers: bool) -> bool:
     """Whether the user gets ``cal``: within ``limit_mm``, or (``accept_offers``) refused with an offer of
     --max-error, which the user accepts."""
@@ -373,9 +410,10 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
         progress: Callable[[int], None] | None = None,
         checkpoint: Callable[[list[Tally], dict, int], None] | None = None,
         checkpoint_every: int = 25, given_only: bool = False,
-        failures: Callable[[dict], None] | None = None) -> tuple[list[Tally], dict]:
+        failures: Callable[[dict], None] | None = None, workers: int = 1) -> tuple[list[Tally], dict]:
     """Run every configuration (``given_only``: those with the true calibration) on scenes ``seed_start ..
-    seed_start + scenes - 1``; returns tallies and facts.
+    seed_start + scenes - 1``; returns tallies and facts. ``workers`` > 1: the automatic calibrations (most of
+    the time) are found in that many worker processes, ``checkpoint_every`` scenes at a time, the same answers.
 
     ``checkpoint(tallies, facts, scenes_done)`` is called every ``checkpoint_every`` scenes, so a
     long run leaves partial results behind. ``failures`` is handed each failure's ``failure_record``
@@ -388,44 +426,62 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     tallies = {c.name: Tally(c.name) for c in configs}
     limit = error_limit()
     loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
-    facts = {"calibration_ms": [], "floor": {}}  # floor: flag_floor's counts summed over the scenes
-    for n, seed in enumerate(range(seed_start, seed_start + scenes)):
-        scene = make_scene(board, seed)
-        for k, v in flag_floor(scene.tokens).items():
-            facts["floor"][k] = facts["floor"].get(k, 0) + v
-        # found in the photo, or (as knockcam score --reference does) in the empty-board frame: no tokens in the way
-        if not given_only:
-            auto = {False: _auto_calibration(scene.image, board, loosest, facts["calibration_ms"]),
-                    True: _auto_calibration(scene.reference, board, loosest)}
-        for c in configs:
-            tally = tallies[c.name]
-            failure = None if failures is None else (
-                lambda record, c=c, seed=seed: failures({"configuration": c.name, "seed": seed, **record}))
-            if c.calibration == "given":
-                cal = scene.calibration
-            else:  # with the frame: its calibration, else the photo's where it agrees, as knockcam score --reference
-                frame, photo = auto[True], auto[False]
-                if c.reference:
-                    tried = (frame, photo) if photo is not None and agrees(photo, frame, board) else (frame,)
-                else:
-                    tried = (photo,)
-                cal = next((a for a in tried if _accepted(a, limit, False)), None)
-                if cal is None and c.accept_offers:  # the user accepts the --max-error the refusal offered
-                    cal = next((a for a in tried if _accepted(a, limit, True)), None)
-            if cal is None:
-                tally.calibration_failures += 1
-                score_scene(tally, [], scene.tokens, refused=True, failure=failure)
-                continue
-            found, positions, ms, cpu_ms = timed(scene.image, cal, board, scene.reference if c.reference else None,
-                                                 model if c.model else None)
-            tally.ms.append(ms)
-            tally.cpu_ms.append(cpu_ms)
-            score_scene(tally, positions, scene.tokens, board, found.hidden, failure=failure)
-        if progress:
-            progress(n + 1)
-        if checkpoint and (n + 1) % checkpoint_every == 0 and n + 1 < scenes:
-            checkpoint([tallies[c.name] for c in configs], facts, n + 1)
+    seeds = range(seed_start, seed_start + scenes)
+    workers = 1 if given_only else max(1, min(workers, scenes))
+    facts = {"calibration_ms": [], "floor": {}, "calibration_workers": workers}  # floor: flag_floor's counts, summed
+    found_ahead = _calibrations_in_workers(board, seeds, loosest, workers, checkpoint_every) if workers > 1 else None
+    auto: dict = {}
+    try:
+        for n, seed in enumerate(seeds):
+            scene = make_scene(board, seed)
+            for k, v in flag_floor(scene.tokens).items():
+                facts["floor"][k] = facts["floor"].get(k, 0) + v
+            if not given_only:
+                # found in the photo, or (as knockcam score --reference does) in the empty-board frame: no tokens
+                # in the way
+                photo, frame, ms = next(found_ahead) if found_ahead else scene_calibrations(board, seed, loosest, scene)
+                facts["calibration_ms"] += [] if ms is None else [ms]
+                auto = {False: photo, True: frame}
+            _score_configurations(scene, configs, tallies, auto, board, model, limit, failures)
+            if progress:
+                progress(n + 1)
+            if checkpoint and (n + 1) % checkpoint_every == 0 and n + 1 < scenes:
+                checkpoint([tallies[c.name] for c in configs], facts, n + 1)
+    finally:
+        if found_ahead is not None:
+            found_ahead.close()
     return [tallies[c.name] for c in configs], facts
+
+
+def _score_configurations(scene: Scene, configs: list, tallies: dict, auto: dict, board: Board, model, limit: float,
+                          failures: Callable[[dict], None] | None) -> None:
+    """Each configuration's detection of ``scene`` timed and scored into its tally (``auto``: the photo's (False)
+    and the frame's (True) automatic calibration)."""
+    seed = scene.seed
+    for c in configs:
+        tally = tallies[c.name]
+        failure = None if failures is None else (
+            lambda record, c=c, seed=seed: failures({"configuration": c.name, "seed": seed, **record}))
+        if c.calibration == "given":
+            cal = scene.calibration
+        else:  # with the frame: its calibration, else the photo's where it agrees, as knockcam score --reference
+            frame, photo = auto[True], auto[False]
+            if c.reference:
+                tried = (frame, photo) if photo is not None and agrees(photo, frame, board) else (frame,)
+            else:
+                tried = (photo,)
+            cal = next((a for a in tried if _accepted(a, limit, False)), None)
+            if cal is None and c.accept_offers:  # the user accepts the --max-error the refusal offered
+                cal = next((a for a in tried if _accepted(a, limit, True)), None)
+        if cal is None:
+            tally.calibration_failures += 1
+            score_scene(tally, [], scene.tokens, refused=True, failure=failure)
+            continue
+        found, positions, ms, cpu_ms = timed(scene.image, cal, board, scene.reference if c.reference else None,
+                                             model if c.model else None)
+        tally.ms.append(ms)
+        tally.cpu_ms.append(cpu_ms)
+        score_scene(tally, positions, scene.tokens, board, found.hidden, failure=failure)
 
 
 TARGETS = {"unflagged": 0.995, "flagged": 0.02, "exact": 0.97, "ms": 100.0}
@@ -626,7 +682,11 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
                   f"{_pct(n - hidden, n)} of the scenes can be exactly right."]
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
-        lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image."]
+        workers = int(facts.get("calibration_workers", 1))
+        side_by_side = (f", found in {workers} worker processes side by side (each slower than it is alone); the "
+                        "detectors were timed while they waited") if workers > 1 else ""
+        lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image"
+                      f"{side_by_side}."]
     lines += ["", "Median ms: wall-clock detection + assignment per 1280x720 image, after model load (a load average "
               "above the machine's cores inflates it); median CPU ms is the process's CPU time for the same call "
               "(OpenCV and onnxruntime may use both cores).", ""]

@@ -405,3 +405,62 @@ def test_results_files_name_the_library_versions_their_figures_depend_on():
     line = machine()
     assert f"numpy {np.__version__}" in line and f"OpenCV {cv2.__version__}" in line
     assert "onnxruntime " in line and "Python 3." in line
+
+
+def test_the_automatic_calibrations_found_in_worker_processes_are_those_found_here_in_the_scenes_order():
+    """`knockcam bench --workers N` (one per CPU by default) finds the automatic calibrations, most of its time, in
+    worker processes a block of scenes at a time: the same calibrations, handed on in the scenes' order."""
+    from knockcam import bench
+
+    seeds = range(5, 7)  # two scenes whose board is found in about a second
+    here = [bench.scene_calibrations(BOARD, seed, 6.0) for seed in seeds]
+    ahead = list(bench._calibrations_in_workers(BOARD, seeds, 6.0, 2, block=1))  # two blocks of one scene
+    assert len(ahead) == len(here) == 2
+    for found_here, found_ahead in zip(here, ahead):
+        for cal_here, cal_ahead in zip(found_here[:2], found_ahead[:2]):  # the photo's and the frame's
+            assert (cal_here is None) == (cal_ahead is None)
+            if cal_here is not None:
+                assert cal_here.homography.tobytes() == cal_ahead.homography.tobytes()
+                assert cal_here.error_mm == cal_ahead.error_mm
+        assert (found_here[2] is None) == (found_ahead[2] is None)  # the photo's time, where it was kept
+
+
+def test_ctrl_c_while_the_workers_find_calibrations_stops_them_at_once():
+    import multiprocessing
+    import signal
+    import time
+
+    import pytest
+
+    from knockcam import bench
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    found_ahead = bench._calibrations_in_workers(BOARD, range(7, 11), 6.0, 2, block=4)
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, 1.0)  # the workers are still starting, or finding the first block
+        with pytest.raises(KeyboardInterrupt):
+            next(found_ahead)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    deadline = time.monotonic() + 2  # finishing what they had started would take seconds
+    while multiprocessing.active_children() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not multiprocessing.active_children()
+
+
+def test_the_results_file_says_where_the_automatic_calibrations_were_timed():
+    alone = report([Tally("x")], {"calibration_ms": [900.0, 1100.0]}, "knockcam bench", 2, 7, "m")
+    assert "Automatic calibration (not in the ms above): median 1000 ms per image.\n" in alone
+    in_two = report([Tally("x")], {"calibration_ms": [900.0, 1100.0], "calibration_workers": 2}, "knockcam bench", 2,
+                    7, "m")
+    assert "median 1000 ms per image, found in 2 worker processes side by side" in in_two
+
+
+def test_bench_workers_must_be_at_least_one(tmp_path, capsys):
+    assert main(["bench", "--scenes", "1", "--workers", "0", "--out", str(tmp_path / "r.md")]) == 2
+    assert "--workers must be at least 1, not 0" in capsys.readouterr().err
+    assert not (tmp_path / "r.md").exists()

@@ -35,6 +35,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--failures", metavar="FILE", default=None,
                         help="also write every token missed or called wrong and every false detection, one JSON "
                              "line each (configuration, scene seed, cause, flagged, the true token, the call)")
+    parser.add_argument("--workers", type=int, default=None, metavar="N",
+                        help="find the automatic calibrations (most of the run's time) in N worker processes, a few "
+                             "scenes at a time, while the detectors wait; then the detectors are timed alone "
+                             "(default: one per CPU)")
     parser.add_argument("--photos", metavar="DIR", default=None,
                         help="instead, score the labelled photos in DIR (a label file beside each: "
                              "docs/labelled-photos.md) every way they allow and write how many calls were right")
@@ -54,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.detect import AUTO, load_model
     from knockcam.detect.model import default_model_path
     from knockcam.errors import KnockcamError
+    from knockcam.workers import available_cpus
 
     if args.photos is not None:
         return _photos(args)
@@ -64,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     failures_path = str(check_writable(args.failures)) if args.failures else None
     if args.scenes < 1:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
+    if args.workers is not None and args.workers < 1:
+        raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
     board = load_board(args.board)
     model = load_model(args.model if args.model else AUTO)
     if args.speed:
@@ -88,6 +95,7 @@ def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}"
                                   + (" --given-only" if args.given_only else "")
+                                  + (f" --workers {args.workers}" if args.workers else "")
                                   + (f" --failures {args.failures}" if args.failures else ""))
     failures: list[dict] = []
 
@@ -103,7 +111,8 @@ def run(args: argparse.Namespace) -> int:
         task = bar.add_task("scenes", total=args.scenes)
         tallies, facts = run_bench(board, args.scenes, args.seed_start, model,
                                    progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint,
-                                   given_only=args.given_only, failures=failures.append if failures_path else None)
+                                   given_only=args.given_only, failures=failures.append if failures_path else None,
+                                   workers=args.workers or available_cpus())
     text = report(tallies, facts, command, args.scenes, args.seed_start, note, speed=speed_check(board, model))
     write_atomic(args.out, text.encode("utf-8"))
     write_failures()

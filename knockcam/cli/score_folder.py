@@ -11,13 +11,13 @@ marked "stopped".
 from __future__ import annotations
 
 import json
-import os
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from knockcam.cli.score import options_from
 from knockcam.errors import KnockcamError
+from knockcam.workers import available_cpus, spawned_pool, stop_workers
 
 if TYPE_CHECKING:
     from knockcam.pipeline import ScoreOptions, Scorer
@@ -43,14 +43,6 @@ def photos_in(folder: Path) -> tuple[list[Path], list[Path]]:
     files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
     return ([p for p in files if p.suffix.lower() in PHOTO_SUFFIXES + HEIC_SUFFIXES],
             [p for p in files if p.suffix.lower() in VIDEO_SUFFIXES])
-
-
-def available_cpus() -> int:
-    """The CPUs this process may run on (its affinity where the system says, else every CPU)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except AttributeError:  # not on Linux
-        return os.cpu_count() or 1
 
 
 def default_workers(args) -> int:
@@ -152,15 +144,12 @@ def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, co
 def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", workers: int, console, keep) -> list[int]:
     """``_score_all`` in worker processes, each given a photo only when it is free (so Ctrl-C has none queued to
     wait for); returns the photos left to score here (none, unless the workers died)."""
-    import multiprocessing
-    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
     waiting = list(range(len(jobs)))[::-1]
     running: dict = {}
-    # spawned, not forked: a fork would copy this process's onnxruntime and OpenCV thread pools mid-state
-    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
-                               initializer=_start_worker, initargs=(options,))
+    pool = spawned_pool(workers, _start_worker, (options,))
 
     def collect(finished) -> None:
         for future in finished:
@@ -185,8 +174,7 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
         try:
             collect(wait(running)[0])
         except (KeyboardInterrupt, BrokenProcessPool):
-            for worker in multiprocessing.active_children():
-                worker.terminate()
+            stop_workers()
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
@@ -197,14 +185,10 @@ _WORKER_SCORER: "Scorer | None" = None  # each worker process's own Scorer (its 
 
 
 def _start_worker(options: "ScoreOptions") -> None:
-    """A worker process's start: Ctrl-C is the main process's to handle (it cancels what has not started), and
-    the worker loads what scoring needs once."""
-    import signal
-
+    """A worker process's start: it loads what scoring needs once."""
     from knockcam.pipeline import Scorer
 
     global _WORKER_SCORER
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
     _WORKER_SCORER = Scorer(options)
 
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
 from knockcam.board.layout import Board
+from knockcam.workers import available_cpus
 
 
 @dataclass(frozen=True)
@@ -67,7 +67,7 @@ def generate(out: Path, board: Board, count: int, seed: int, mode: str = "stills
         prepare(out)
         write_data_yaml(out)
     start = time.perf_counter()
-    workers = max(1, min(int(workers), count, os.cpu_count() or 1))
+    workers = max(1, min(int(workers), count, available_cpus()))
     if workers == 1:
         import cv2
 

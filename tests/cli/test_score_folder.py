@@ -228,7 +228,8 @@ def test_workers_by_default_only_where_each_photo_is_searched_for_its_board():
     the calibration is given or found once in the empty-board frame (detection already uses both cores)."""
     from argparse import Namespace
 
-    from knockcam.cli.score_folder import available_cpus, default_workers
+    from knockcam.cli.score_folder import default_workers
+    from knockcam.workers import available_cpus
 
     alone = dict(calibration=None, corners=None, reference=None)
     assert default_workers(Namespace(**alone)) == available_cpus() >= 1
