@@ -578,11 +578,20 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     """The results file (markdown); ``done`` < ``scenes`` marks a partial result of a run still going;
     ``speed``: the speed check run after the scenes (``speed_check``)."""
     lines = ["# Detection benchmark", ""]
-    limit = error_limit()
     if done is not None and done < scenes:
         lines += [f"**PARTIAL: {done} of {scenes} scenes so far (the run is still going or was stopped).**", ""]
         scenes = done
-    lines += [
+    lines += _header(facts, command, scenes, seed_start, model_note)
+    lines += _accuracy_table(tallies) + _why_tables(tallies) + _band_table(tallies)
+    lines += _floor_lines(facts) + _time_lines(facts, speed) + _confusion_tables(tallies)
+    lines += ["## Targets", ""] + [_verdict(t) for t in tallies] + [""]
+    return "\n".join(lines)
+
+
+def _header(facts: dict, command: str, scenes: int, seed_start: int, model_note: str) -> list[str]:
+    """How the results were made and what each figure counts."""
+    limit = error_limit()
+    return [
         f"Made by: `{command}`",
         "",
         f"Data: {scenes} held-out synthetic scenes (knockcam.synth, seeds {seed_start}..{seed_start + scenes - 1}, "
@@ -592,7 +601,8 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         "Reference frames: the same synthetic camera with no tokens or occluders, under slightly different light "
         "(knockcam.synth make_photo reference=True).",
         f"Learned model: {model_note}.",
-        f"Machine: {machine()}; load average at the end {load_average()}.",
+        f"Machine: {machine()}; load average at the end {load_average()}"
+        + (" (the run's own calibration workers count in it)." if facts.get("calibration_workers", 1) > 1 else "."),
         "",
         f"A detection is a token's when it lies within {MATCH_MM:g} mm of its true base centre (of any point of its "
         "body, from base to top, for a fallen token; nearest pairs first). "
@@ -617,6 +627,12 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         f"{TARGETS['flagged'] * 100:.0f}% flagged, >= {TARGETS['exact'] * 100:.0f}% of scenes exactly right, no colour "
         f"confusions, <= {TARGETS['ms']:.0f} ms per image.",
         "",
+    ]
+
+
+def _accuracy_table(tallies: list[Tally]) -> list[str]:
+    """One row per configuration: the issue's figures."""
+    lines = [
         "| configuration | tokens | right | right among unflagged | flagged | missed | false detections | "
         "scenes exactly right | scenes sound | colour confusions (unflagged) | median ms | median CPU ms | median error mm | "
         "calibration failures |",
@@ -632,10 +648,15 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
                      f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} "
                      f"({t.unflagged_confusions}) | {ms} | {cpu} | {err} | "
                      f"{t.calibration_failures} |")
-    lines += ["", f"Missed tokens by what the camera saw of them (hidden: less than {hidden_below():.0%} of the figure in view, "
-              "under a hand, a cup or outside the photo; no detector can find those; calibration failures "
-              "count as missed):", "",
-              "| configuration | " + " | ".join(MISS_CAUSES) + " |", "|---" * (len(MISS_CAUSES) + 1) + "|"]
+    return lines
+
+
+def _why_tables(tallies: list[Tally]) -> list[str]:
+    """Why tokens were missed and flagged, and why scenes were not exactly right."""
+    lines = ["", f"Missed tokens by what the camera saw of them (hidden: less than {hidden_below():.0%} of the figure "
+             "in view, under a hand, a cup or outside the photo; no detector can find those; calibration failures "
+             "count as missed):", "",
+             "| configuration | " + " | ".join(MISS_CAUSES) + " |", "|---" * (len(MISS_CAUSES) + 1) + "|"]
     lines += [f"| {t.name} | " + " | ".join(str(t.missed_by_cause.get(c, 0)) for c in MISS_CAUSES) + " |"
               for t in tallies]
     lines += ["", "Why tokens were flagged (share of all tokens; a token may have several reasons):", "",
@@ -655,17 +676,28 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     for t in tallies:
         cells = [f"{c[0]} ({c[1]})" for c in (t.scene_causes.get(k, [0, 0]) for k in SCENE_CAUSES)]
         lines.append(f"| {t.name} | {t.scenes - t.scenes_exact} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _band_table(tallies: list[Tally]) -> list[str]:
+    """What other close-call bands would flag, and leave wrong unflagged."""
     sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
-    lines += ["", f"Flags against unflagged accuracy: the same positions with other close-call bands (a call is close when "
-              f"its margin is under k sigma, at least `min_margin_mm`; the shipped k is {sigmas:g}, `ambiguity.sigmas` in "
-              "data/assign.yaml; other flags unchanged). Each cell: tokens flagged / wrong calls left unflagged (missed "
-              "tokens included) / right among unflagged.", "",
-              "| configuration | " + " | ".join(f"k = {k:g}" + (" (shipped)" if k == sigmas else "") for k in FLAG_BANDS)
-              + " |", "|---" * (len(FLAG_BANDS) + 1) + "|"]
+    lines = ["", "Flags against unflagged accuracy: the same positions with other close-call bands (a call is close "
+             f"when its margin is under k sigma, at least `min_margin_mm`; the shipped k is {sigmas:g}, "
+             "`ambiguity.sigmas` in data/assign.yaml; other flags unchanged). Each cell: tokens flagged / wrong calls "
+             "left unflagged (missed tokens included) / right among unflagged.", "",
+             "| configuration | " + " | ".join(f"k = {k:g}" + (" (shipped)" if k == sigmas else "") for k in FLAG_BANDS)
+             + " |", "|---" * (len(FLAG_BANDS) + 1) + "|"]
     for t in tallies:
         cells = [f"{_pct(b[0], t.tokens)} / {b[1] - b[2]} / {_pct(b[2], b[1])}"
                  for b in (t.bands.get(k, [0, 0, 0]) for k in FLAG_BANDS)]
         lines.append(f"| {t.name} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def _floor_lines(facts: dict) -> list[str]:
+    """What no detector escapes: the flags of a perfect one, and the scenes a hidden token spoils."""
+    lines: list[str] = []
     floor = facts.get("floor") or {}
     if floor.get("tokens"):
         n = floor["tokens"]
@@ -680,6 +712,12 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
         lines += ["", f"{hidden} of these {n} scenes ({_pct(hidden, n)}) have a token on the board less than "
                   f"{hidden_below():.0%} in view (under a hand, a cup, outside the photo): with that token missed, at most "
                   f"{_pct(n - hidden, n)} of the scenes can be exactly right."]
+    return lines
+
+
+def _time_lines(facts: dict, speed: dict[str, float] | None) -> list[str]:
+    """The automatic calibration's time, what the ms columns measure, and the speed check."""
+    lines: list[str] = []
     cal_ms = facts.get("calibration_ms") or []
     if cal_ms:
         workers = int(facts.get("calibration_workers", 1))
@@ -693,6 +731,12 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
     if speed:
         lines += [speed_text(speed) + " Run `knockcam bench --speed` on another machine to compare its speed with "
                   "this run's before comparing ms.", ""]
+    return lines
+
+
+def _confusion_tables(tallies: list[Tally]) -> list[str]:
+    """Each configuration's colour confusions, true side against the side found."""
+    lines: list[str] = []
     for t in tallies:
         lines += [f"## Colour confusions: {t.name}", "", "| true \\ found | " + " | ".join(SIDES) + f" | {MISSED} |",
                   "|---" * (len(SIDES) + 2) + "|"]
@@ -700,19 +744,20 @@ def report(tallies: list[Tally], facts: dict, command: str, scenes: int, seed_st
             row = [str(t.confusion.get((a, b), 0)) for b in SIDES + (MISSED,)]
             lines.append(f"| {a} | " + " | ".join(row) + " |")
         lines.append("")
-    verdict = []
-    for t in tallies:
-        conf = sum(v for (a, b), v in t.confusion.items() if b != MISSED and a != b)
-        ok = {
-            "unflagged": t.unflagged and t.unflagged_right / t.unflagged >= TARGETS["unflagged"],
-            "flagged": t.tokens and t.flagged / t.tokens <= TARGETS["flagged"],
-            "exact": t.scenes and t.scenes_exact / t.scenes >= TARGETS["exact"],
-            "colour": conf == 0,
-            "ms": bool(t.ms) and float(np.median(t.ms)) <= TARGETS["ms"],
-        }
-        met = [k for k, v in ok.items() if v]
-        missed = [k for k, v in ok.items() if not v]
-        verdict.append(f"- {t.name}: met {', '.join(met) or 'none'}; not met {', '.join(missed) or 'none'}")
-    lines += ["## Targets", ""] + verdict + [""]
-    return "\n".join(lines)
+    return lines
+
+
+def _verdict(t: Tally) -> str:
+    """Which of the issue's targets a configuration met."""
+    conf = sum(v for (a, b), v in t.confusion.items() if b != MISSED and a != b)
+    ok = {
+        "unflagged": t.unflagged and t.unflagged_right / t.unflagged >= TARGETS["unflagged"],
+        "flagged": t.tokens and t.flagged / t.tokens <= TARGETS["flagged"],
+        "exact": t.scenes and t.scenes_exact / t.scenes >= TARGETS["exact"],
+        "colour": conf == 0,
+        "ms": bool(t.ms) and float(np.median(t.ms)) <= TARGETS["ms"],
+    }
+    met = [k for k, v in ok.items() if v]
+    missed = [k for k, v in ok.items() if not v]
+    return f"- {t.name}: met {', '.join(met) or 'none'}; not met {', '.join(missed) or 'none'}"
 

@@ -458,6 +458,8 @@ def test_the_results_file_says_where_the_automatic_calibrations_were_timed():
     in_two = report([Tally("x")], {"calibration_ms": [900.0, 1100.0], "calibration_workers": 2}, "knockcam bench", 2,
                     7, "m")
     assert "median 1000 ms per image, found in 2 worker processes side by side" in in_two
+    assert "the run's own calibration workers count in it" in in_two  # in the load average at the end
+    assert "calibration workers" not in alone
 
 
 def test_bench_workers_must_be_at_least_one(tmp_path, capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from knockcam.cli import add_board_option
@@ -183,18 +184,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    import datetime as dt
-    import random
-
-    from knockcam.board.layout import load_board
-    from knockcam.calibrate.calibration import Calibration
-    from knockcam.errors import KnockcamError
-    from knockcam.files import load_photo
-    from knockcam.live.frames import size_note
-    from knockcam.live.log import RESUME_LATER, check_new, read_game_log
-    from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter, check_answer_sides, load_answers
-    from knockcam.live.session import LiveGame, new_log
-    from knockcam.sides import parse_sides
+    from knockcam.live.prompts import load_answers
+    from knockcam.live.session import LiveGame
 
     if args.bench:
         from knockcam.live.bench import run_bench
@@ -207,119 +198,180 @@ def _run(args: argparse.Namespace) -> int:
         return _grab(args)
 
     answers = load_answers(args.answers) if args.answers else None  # a bad answers file fails before any log is written
-    source = None
-    if args.resume:
-        log_path = Path(args.resume)
-        entries = read_game_log(log_path)
-        start = entries[0]
-        check_answer_sides(answers, start["order"], args.answers)
-        n_answers = sum(1 for e in entries if e["kind"] == "answer")
-        board = load_board(start.get("board"))
-        display = _display(board, args)
-        source_info = start.get("source", {})
-        if args.sides or args.order:
-            raise KnockcamError("--resume continues the logged game: --sides and --order cannot change it")
-        if args.reference:
-            raise KnockcamError("--resume continues the logged game with its empty-board frame: --reference cannot "
-                                "change it (a new --calibration can)")
-        calibration = Calibration.load(args.calibration) if args.calibration else None  # the camera calibrated again
-    else:
-        sides = parse_sides(args.sides, "sides")
-        order = parse_sides(args.order, "order")
-        if order is None and sides is None:
-            raise KnockcamError("give --sides (e.g. --sides red,blue) or --order for a new game, or --resume LOG")
-        if order is None:
-            order = list(sides)
-            random.SystemRandom().shuffle(order)  # R6: round 1's order is drawn
-        elif sides is not None and sorted(sides) != sorted(order):
-            raise KnockcamError("--order must list the same sides as --sides")
-        check_answer_sides(answers, order, args.answers)
-        given = _given_source(args)
-        if given is None:
-            raise KnockcamError("give --camera N, --stream URL or --video FILE")
-        board = load_board(args.board)
-        display = _display(board, args)  # --show without a display, or a port in use, fails here
-        calibration = Calibration.load(args.calibration) if args.calibration else None
-        reference = None
-        if args.reference:
-            reference = load_photo(args.reference, "empty-board frame")
-        log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
-        check_new(log_path)
-        kind, where = given
-        if kind == "video":  # a bad video path fails before any log is written (opened again to play it)
-            probe = _open_source(kind, where)
-            name, frame_size = probe.name, probe.frame_size()
-            probe.close()
-        else:  # likewise a camera or a stream that cannot be opened
-            source = _open_source(kind, where)
-            name, frame_size = source.name, source.frame_size()
-        _check_frame_size(frame_size, name, calibration, reference, args)  # likewise files for another size
-        size_line = size_note(name, frame_size)
-        source_info = {kind: str(Path(where).resolve()) if kind == "video" else where}
-        from knockcam import settings
-
-        tokens = args.tokens if args.tokens is not None else int(settings.load("live")["tracking"]["tokens_per_side"])
-        if not 1 <= tokens <= 4:
-            raise KnockcamError("--tokens: 1 to 4 tokens per side (R2)")
-        log = new_log(log_path, order=order, board_path=args.board and str(Path(args.board).resolve()),
-                      tokens_per_side=tokens, reslide_off_board=args.reslide,
-                      review=args.review or settings.load("live")["review"], source=source_info,
-                      calibration=calibration, reference=reference)
-        log.close()
-        n_answers = 0
-        print(f"game log: {log_path} (round 1 order: {', '.join(order)})", file=sys.stderr)
-        if size_line is not None and calibration is None:  # the board is to be found in these frames
-            print(size_line, file=sys.stderr)
-
-    if answers is not None:
-        prompter = ScriptedPrompter(answers, skip=n_answers if isinstance(answers, list) else 0,
-                                    echo=None if args.quiet else (sys.stderr if args.json else sys.stdout))
-    else:
-        prompter = TerminalPrompter(stdout=sys.stderr if args.json else None,
-                                    page=args.page if args.answer_on_page else None)
-    live = LiveGame(log_path, prompter, display=display, board=board, model=None if args.no_model else "auto",
-                    max_error_mm=args.max_error)
+    start = _resumed(args, answers) if args.resume else _new_game(args, answers)
+    live = LiveGame(start.log_path, _prompter(args, answers, start.answers_used), display=start.display,
+                    board=start.board, model=None if args.no_model else "auto", max_error_mm=args.max_error)
     if args.resume:
         snap = live.tracker.snapshot()
-        print(f"resumed {log_path}: round {snap['round']} of {snap['rounds']}, {snap['phase']}"
+        print(f"resumed {start.log_path}: round {snap['round']} of {snap['rounds']}, {snap['phase']}"
               + (f", next: {snap['expected']}" if snap["expected"] else ""), file=sys.stderr)
-        display.status(snap, live.tracker.provisional())
+        start.display.status(snap, live.tracker.provisional())
     if live.tracker.phase == "over":
-        print(f"{log_path}: this game is over", file=sys.stderr)
-    else:
-        if source is None:  # (a new game's camera or stream is open already) the one given, else the logged one
-            kind, where = _given_source(args) or next(iter(source_info.items()), ("camera", 0))
-            # the logged video again: on from where the game left it
-            same = kind == "video" and args.resume and str(Path(where).resolve()) == source_info.get("video")
-            source = _open_source(kind, where, start_index=live.last_frame + 1 if same else 0)
-        if args.resume and calibration is not None:
-            try:
-                _check_frame_size(source.frame_size(), source.name, calibration, None, args)
-            except KnockcamError:
-                source.close()
-                raise
-            live.use_calibration(calibration, f"given at --resume: {args.calibration}")
+        print(f"{start.log_path}: this game is over", file=sys.stderr)
+    elif not _play(args, live, start):
+        return 130
+    return _print_result(args, live, start.log_path)
+
+
+@dataclass
+class _Start:
+    """Where a game is played from: its log, board and display, the frame source the log names, the calibration
+    given, the frame source already open (a new game's camera or stream, opened to check it before the log was
+    written) and how many of the scripted answers the log has used."""
+
+    log_path: Path
+    board: object
+    display: object
+    source_info: dict
+    calibration: object
+    source: object = None
+    answers_used: int = 0
+
+
+def _resumed(args: argparse.Namespace, answers) -> _Start:
+    """A game continued from its log (--resume): what the log says, and a calibration made again if given."""
+    from knockcam.board.layout import load_board
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.errors import KnockcamError
+    from knockcam.live.log import read_game_log
+    from knockcam.live.prompts import check_answer_sides
+
+    log_path = Path(args.resume)
+    entries = read_game_log(log_path)
+    first = entries[0]
+    check_answer_sides(answers, first["order"], args.answers)
+    board = load_board(first.get("board"))
+    display = _display(board, args)
+    if args.sides or args.order:
+        raise KnockcamError("--resume continues the logged game: --sides and --order cannot change it")
+    if args.reference:
+        raise KnockcamError("--resume continues the logged game with its empty-board frame: --reference cannot "
+                            "change it (a new --calibration can)")
+    calibration = Calibration.load(args.calibration) if args.calibration else None  # the camera calibrated again
+    return _Start(log_path, board, display, first.get("source", {}), calibration,
+                  answers_used=sum(1 for e in entries if e["kind"] == "answer"))
+
+
+def _new_game(args: argparse.Namespace, answers) -> _Start:
+    """A new game: its sides and order, board, frame source, calibration and empty-board frame checked, then its
+    log written (nothing a bad argument refuses leaves a log behind)."""
+    import datetime as dt
+    import random
+
+    from knockcam import settings
+    from knockcam.board.layout import load_board
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.errors import KnockcamError
+    from knockcam.files import load_photo
+    from knockcam.live.frames import size_note
+    from knockcam.live.log import check_new
+    from knockcam.live.prompts import check_answer_sides
+    from knockcam.live.session import new_log
+    from knockcam.sides import parse_sides
+
+    sides = parse_sides(args.sides, "sides")
+    order = parse_sides(args.order, "order")
+    if order is None and sides is None:
+        raise KnockcamError("give --sides (e.g. --sides red,blue) or --order for a new game, or --resume LOG")
+    if order is None:
+        order = list(sides)
+        random.SystemRandom().shuffle(order)  # R6: round 1's order is drawn
+    elif sides is not None and sorted(sides) != sorted(order):
+        raise KnockcamError("--order must list the same sides as --sides")
+    check_answer_sides(answers, order, args.answers)
+    given = _given_source(args)
+    if given is None:
+        raise KnockcamError("give --camera N, --stream URL or --video FILE")
+    board = load_board(args.board)
+    display = _display(board, args)  # --show without a display, or a port in use, fails here
+    calibration = Calibration.load(args.calibration) if args.calibration else None
+    reference = None
+    if args.reference:
+        reference = load_photo(args.reference, "empty-board frame")
+    log_path = Path(args.log or f"knockcam-game-{dt.datetime.now():%Y%m%d-%H%M%S}.jsonl")
+    check_new(log_path)
+    kind, where = given
+    source = None
+    if kind == "video":  # a bad video path fails before any log is written (opened again to play it)
+        probe = _open_source(kind, where)
+        name, frame_size = probe.name, probe.frame_size()
+        probe.close()
+    else:  # likewise a camera or a stream that cannot be opened
+        source = _open_source(kind, where)
+        name, frame_size = source.name, source.frame_size()
+    _check_frame_size(frame_size, name, calibration, reference, args)  # likewise files for another size
+    size_line = size_note(name, frame_size)
+    source_info = {kind: str(Path(where).resolve()) if kind == "video" else where}
+    tokens = args.tokens if args.tokens is not None else int(settings.load("live")["tracking"]["tokens_per_side"])
+    if not 1 <= tokens <= 4:
+        raise KnockcamError("--tokens: 1 to 4 tokens per side (R2)")
+    log = new_log(log_path, order=order, board_path=args.board and str(Path(args.board).resolve()),
+                  tokens_per_side=tokens, reslide_off_board=args.reslide,
+                  review=args.review or settings.load("live")["review"], source=source_info,
+                  calibration=calibration, reference=reference)
+    log.close()
+    print(f"game log: {log_path} (round 1 order: {', '.join(order)})", file=sys.stderr)
+    if size_line is not None and calibration is None:  # the board is to be found in these frames
+        print(size_line, file=sys.stderr)
+    return _Start(log_path, board, display, source_info, calibration, source)
+
+
+def _prompter(args: argparse.Namespace, answers, answers_used: int):
+    """Who answers the game's questions: the scripted answers (those the log has not used yet), else the
+    terminal (and the game's page with --answer-on-page)."""
+    from knockcam.live.prompts import ScriptedPrompter, TerminalPrompter
+
+    if answers is not None:
+        return ScriptedPrompter(answers, skip=answers_used if isinstance(answers, list) else 0,
+                                echo=None if args.quiet else (sys.stderr if args.json else sys.stdout))
+    return TerminalPrompter(stdout=sys.stderr if args.json else None, page=args.page if args.answer_on_page else None)
+
+
+def _play(args: argparse.Namespace, live, start: _Start) -> bool:
+    """Plays the game on from its frame source (the one given, else the one its log names); False when Ctrl-C
+    stopped it (every line of the game is in its log already)."""
+    from knockcam.errors import KnockcamError
+    from knockcam.live.log import RESUME_LATER
+
+    source, log_path = start.source, start.log_path
+    if source is None:  # (a new game's camera or stream is open already) the one given, else the logged one
+        kind, where = _given_source(args) or next(iter(start.source_info.items()), ("camera", 0))
+        # the logged video again: on from where the game left it
+        same = kind == "video" and args.resume and str(Path(where).resolve()) == start.source_info.get("video")
+        source = _open_source(kind, where, start_index=live.last_frame + 1 if same else 0)
+    if args.resume and start.calibration is not None:
         try:
-            stats = live.run(source, max_frames=args.max_frames, crash_after=args.crash_after)
-        except KnockcamError as exc:
-            if exc.what_to_do != RESUME_LATER:
-                raise
-            raise KnockcamError(exc.reason, RESUME_LATER.replace("LOG", str(log_path))) from None
-        except KeyboardInterrupt:  # Ctrl-C: every line of the game is in its log already
-            print(f"knockcam: stopped in round {live.tracker.round}; nothing is lost: continue "
-                  f"with 'knockcam live --resume {log_path}'", file=sys.stderr)
-            return 130
-        finally:
+            _check_frame_size(source.frame_size(), source.name, start.calibration, None, args)
+        except KnockcamError:
             source.close()
-            display.close()
-        if live.tracker.phase != "over":
-            paused = " with the game paused (the camera moved and the board was not found again: put the camera " \
-                     "back where it was, or give --calibration from where it is now)" if stats.paused_for_camera else ""
-            print(f"the frames ended in round {live.tracker.round} ({live.tracker.phase}){paused}: continue with "
-                  f"'knockcam live --resume {log_path}'", file=sys.stderr)
-        if not args.quiet:
-            print(f"{stats.frames} frames, {stats.observations} still-board detections, {stats.fps:.1f} frames/s",
-                  file=sys.stderr)
+            raise
+        live.use_calibration(start.calibration, f"given at --resume: {args.calibration}")
+    try:
+        stats = live.run(source, max_frames=args.max_frames, crash_after=args.crash_after)
+    except KnockcamError as exc:
+        if exc.what_to_do != RESUME_LATER:
+            raise
+        raise KnockcamError(exc.reason, RESUME_LATER.replace("LOG", str(log_path))) from None
+    except KeyboardInterrupt:
+        print(f"knockcam: stopped in round {live.tracker.round}; nothing is lost: continue "
+              f"with 'knockcam live --resume {log_path}'", file=sys.stderr)
+        return False
+    finally:
+        source.close()
+        start.display.close()
+    if live.tracker.phase != "over":
+        paused = " with the game paused (the camera moved and the board was not found again: put the camera " \
+                 "back where it was, or give --calibration from where it is now)" if stats.paused_for_camera else ""
+        print(f"the frames ended in round {live.tracker.round} ({live.tracker.phase}){paused}: continue with "
+              f"'knockcam live --resume {log_path}'", file=sys.stderr)
+    if not args.quiet:
+        print(f"{stats.frames} frames, {stats.observations} still-board detections, {stats.fps:.1f} frames/s",
+              file=sys.stderr)
+    return True
+
+
+def _print_result(args: argparse.Namespace, live, log_path: Path) -> int:
+    """The game's result (JSON with --json, one line with --quiet); exit code 0 when the game is over, else 3."""
     result = {"log": str(log_path), "over": live.tracker.phase == "over", "round": live.game.round_number,
               "cash": dict(live.game.cash), "pot": live.game.pot,
               "standings": [s.to_dict() for s in live.game.standings()]}
