@@ -185,6 +185,10 @@ _SIGNATURES = ((b"\xff\xd8\xff", "JPEG"), (b"\x89PNG\r\n\x1a\n", "PNG"), (b"BM",
 # What libjpeg / libpng write to stderr about a damaged file.
 _DECODER_COMPLAINTS = re.compile(r"(corrupt|premature end|invalid|bad |crc error|libpng error|not a jpeg|truncat)",
                                  re.IGNORECASE)
+# How OpenCV's log begins a decoder's warning ("[ WARN:0@0.07] global grfmt_tiff.cpp:811 readData "): not for the user
+_OPENCV_LOG_PREFIX = re.compile(r"\[\s*(?:WARN|ERROR|INFO)[^\]]*\]\s*(?:global\s+\S+\s+\S+\s+)?")
+# ... and what a decoder says of a whole file in a kind of its format it does not read (a TIFF of 32-bit floats)
+_UNREADABLE_KIND = re.compile(r"(can ?not handle|unsupported|not supported)", re.IGNORECASE)
 
 
 # ISO media brands (the 4 bytes after "ftyp") of still images: HEIC / HEIF, which OpenCV cannot read, and AVIF.
@@ -241,9 +245,12 @@ def load_photo(path: str | Path, what: str = "photo") -> np.ndarray:
     if not damaged:
         with _decoder_messages() as messages:  # turned as its EXIF orientation says: as photo viewers show it
             image = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-        complaint = " ".join(" ".join(messages).split())
+        complaint = _OPENCV_LOG_PREFIX.sub("", " ".join(" ".join(messages).split()))
         if image is None or _DECODER_COMPLAINTS.search(complaint):
             damaged = complaint or "the decoder could not read it"
+    if isinstance(damaged, str) and _UNREADABLE_KIND.search(damaged):
+        raise KnockcamError(f"{what} {path} is a {kind} file of a kind OpenCV cannot read ({damaged[:120]})",
+                            "save it again as an 8-bit JPEG or PNG (a photo editor's export does)")
     if damaged:
         reason = damaged if isinstance(damaged, str) else "the file ends early"
         raise KnockcamError(f"{what} {path} is a damaged {kind} file ({reason[:120]}): copy it again from the camera")

@@ -133,7 +133,8 @@ def test_a_photo_cut_short_is_damaged_even_when_its_exif_preview_is_whole(tmp_pa
     ("missing", "not found"), ("folder", "folder"), ("text", "not an image"), ("truncated_jpeg", "damaged"),
     ("truncated_png", "damaged"), ("zeroed_jpeg", "damaged"), ("tiny", "too small"), ("heic", "export it as JPEG"),
     ("mp4", "is a video, not a photo: 'knockcam live --video"), ("avi", "is a video"),
-    ("empty", "is empty (0 bytes): copy it again")])
+    ("empty", "is empty (0 bytes): copy it again"),
+    ("float_tiff", "is a TIFF file of a kind OpenCV cannot read")])
 def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
     data = scene().photo.read_bytes()
     path = tmp_path / "photo.jpg"
@@ -162,7 +163,11 @@ def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
     elif case == "tiny":
         path = tmp_path / "tiny.png"
         cv2.imwrite(str(path), np.zeros((10, 10, 3), np.uint8))
+    elif case == "float_tiff":  # whole, but of 32-bit floats (a scientific camera's): not "damaged", not "copy it again"
+        path = tmp_path / "photo.tiff"
+        cv2.imwrite(str(path), load_photo(scene().photo).astype(np.float32) / 255)
     with pytest.raises(KnockcamError) as err:
         load_photo(path)
     message = str(err.value)
     assert words in message and "\n" not in message
+    assert "WARN" not in message and "grfmt_" not in message  # OpenCV's log prefix is not for the user
