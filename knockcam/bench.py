@@ -30,6 +30,7 @@ from knockcam.detect.tokens import HiddenArea, near_hidden
 from knockcam.errors import KnockcamError
 from knockcam.seeds import HELD_OUT_FIRST, HELD_OUT_LIMIT
 from knockcam.sides import SIDES
+from knockcam.workers import in_workers
 
 MATCH_MM = 20.0  # a detection within this of a true base centre (of a fallen token's body) is that token's detection
 MISSED = "missed"
@@ -371,33 +372,6 @@ def scene_calibrations(board: Board, seed: int, loosest_mm: float,
     return photo, _auto_calibration(scene.reference, board, loosest_mm), (ms[0] if ms else None)
 
 
-def _calibrations_in_workers(board: Board, seeds: range, loosest_mm: float, workers: int, block: int):
-    """``scene_calibrations`` of each of ``seeds``, in order (a generator), found in ``workers`` worker processes a
-    ``block`` of scenes at a time: the whole block is found before any of it is handed on, so the detectors are
-    timed while the workers wait. Closed early (Ctrl-C), it stops the workers at once."""
-    from concurrent.futures.process import BrokenProcessPool
-
-    from knockcam.workers import spawned_pool, stop_workers
-
-    pool = spawned_pool(workers)
-    finished = False
-    try:
-        for first in range(0, len(seeds), block):
-            futures = [pool.submit(scene_calibrations, board, seed, loosest_mm) for seed in seeds[first:first + block]]
-            found = [future.result() for future in futures]
-            if first + block >= len(seeds):
-                pool.shutdown()
-                finished = True
-            yield from found
-    except BrokenProcessPool:
-        raise KnockcamError("the benchmark's worker processes stopped (out of memory?)",
-                            "run it again with --workers 1") from None
-    finally:
-        if not finished:
-            pool.shutdown(wait=False, cancel_futures=True)
-            stop_workers()
-
-
 def _accepted(cal: Calibration | None, limit_mm: float, accept_offers: bool) -> bool:
     """Whether the user gets ``cal``: within ``limit_mm``, or (``accept_offers``) refused with an offer of
     --max-error, which the user accepts."""
@@ -429,7 +403,9 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     seeds = range(seed_start, seed_start + scenes)
     workers = 1 if given_only else max(1, min(workers, scenes))
     facts = {"calibration_ms": [], "floor": {}, "calibration_workers": workers}  # floor: flag_floor's counts, summed
-    found_ahead = _calibrations_in_workers(board, seeds, loosest, workers, checkpoint_every) if workers > 1 else None
+    # in workers, a checkpoint's scenes at a time: the detectors are timed while the workers wait
+    found_ahead = in_workers(scene_calibrations, [(board, seed, loosest) for seed in seeds], workers,
+                             block=checkpoint_every) if workers > 1 else None
     auto: dict = {}
     try:
         for n, seed in enumerate(seeds):

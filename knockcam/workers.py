@@ -1,5 +1,5 @@
 """Worker processes for work that runs on one core at a time (the automatic calibration): how many CPUs there
-are, and a pool of spawned workers that leave Ctrl-C to the main process."""
+are, a pool of spawned workers that leave Ctrl-C to the main process, and calls run in them in order."""
 
 from __future__ import annotations
 
@@ -7,7 +7,9 @@ import multiprocessing
 import os
 import signal
 from concurrent.futures import ProcessPoolExecutor
-from typing import Callable
+from typing import Callable, Iterator, Sequence
+
+from knockcam.errors import KnockcamError
 
 
 def available_cpus() -> int:
@@ -30,6 +32,32 @@ def stop_workers() -> None:
     """Ends every worker process at once (a second Ctrl-C, or a run given up): what they were doing is lost."""
     for worker in multiprocessing.active_children():
         worker.terminate()
+
+
+def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | None = None) -> Iterator:
+    """``fn(*args)`` for each ``args`` of ``calls``, in their order (a generator), run in ``workers`` worker
+    processes; ``block`` calls at a time (default all), each block done before any of it is handed on, so that
+    what the caller does with them runs while the workers wait (a benchmark's timings stay its own). Closed
+    early (Ctrl-C), it stops the workers at once; should a worker die (killed for memory), a KnockcamError."""
+    from concurrent.futures.process import BrokenProcessPool
+
+    block = block or max(1, len(calls))
+    pool = spawned_pool(workers)
+    finished = False
+    try:
+        for first in range(0, len(calls), block):
+            futures = [pool.submit(fn, *args) for args in calls[first:first + block]]
+            done = [future.result() for future in futures]
+            if first + block >= len(calls):
+                pool.shutdown()
+                finished = True
+            yield from done
+    except BrokenProcessPool:
+        raise KnockcamError("the worker processes stopped (out of memory?)", "run it again with --workers 1") from None
+    finally:
+        if not finished:
+            pool.shutdown(wait=False, cancel_futures=True)
+            stop_workers()
 
 
 def _start(initializer: Callable | None, initargs: tuple) -> None:

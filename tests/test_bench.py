@@ -411,10 +411,11 @@ def test_the_automatic_calibrations_found_in_worker_processes_are_those_found_he
     """`knockcam bench --workers N` (one per CPU by default) finds the automatic calibrations, most of its time, in
     worker processes a block of scenes at a time: the same calibrations, handed on in the scenes' order."""
     from knockcam import bench
+    from knockcam.workers import in_workers
 
     seeds = range(5, 7)  # two scenes whose board is found in about a second
     here = [bench.scene_calibrations(BOARD, seed, 6.0) for seed in seeds]
-    ahead = list(bench._calibrations_in_workers(BOARD, seeds, 6.0, 2, block=1))  # two blocks of one scene
+    ahead = list(in_workers(bench.scene_calibrations, [(BOARD, seed, 6.0) for seed in seeds], 2, block=1))
     assert len(ahead) == len(here) == 2
     for found_here, found_ahead in zip(here, ahead):
         for cal_here, cal_ahead in zip(found_here[:2], found_ahead[:2]):  # the photo's and the frame's
@@ -423,33 +424,6 @@ def test_the_automatic_calibrations_found_in_worker_processes_are_those_found_he
                 assert cal_here.homography.tobytes() == cal_ahead.homography.tobytes()
                 assert cal_here.error_mm == cal_ahead.error_mm
         assert (found_here[2] is None) == (found_ahead[2] is None)  # the photo's time, where it was kept
-
-
-def test_ctrl_c_while_the_workers_find_calibrations_stops_them_at_once():
-    import multiprocessing
-    import signal
-    import time
-
-    import pytest
-
-    from knockcam import bench
-
-    def interrupt(*_):
-        raise KeyboardInterrupt
-
-    found_ahead = bench._calibrations_in_workers(BOARD, range(7, 11), 6.0, 2, block=4)
-    previous = signal.signal(signal.SIGALRM, interrupt)
-    try:
-        signal.setitimer(signal.ITIMER_REAL, 1.0)  # the workers are still starting, or finding the first block
-        with pytest.raises(KeyboardInterrupt):
-            next(found_ahead)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
-    deadline = time.monotonic() + 2  # finishing what they had started would take seconds
-    while multiprocessing.active_children() and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not multiprocessing.active_children()
 
 
 def test_the_results_file_says_where_the_automatic_calibrations_were_timed():

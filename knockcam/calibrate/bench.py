@@ -18,6 +18,7 @@ from knockcam.calibrate.grid import nominal_camera
 from knockcam.calibrate.quality import board_corners_mm, board_errors_mm, corner_errors_mm, error_limit
 from knockcam.errors import KnockcamError
 from knockcam.files import write_atomic
+from knockcam.workers import in_workers
 
 
 HELD_OUT_SEED = 2026  # knockcam.synth run for the held-out photos (the fixtures are run 4)
@@ -50,21 +51,26 @@ def _synth_photo(board: Board, index: int, seed: int = HELD_OUT_SEED, size: tupl
     return img, cal
 
 
-def _fixtures(board: Board):
-    """(case, photo, reference frame, truth Calibration) for each committed synth fixture."""
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
+
+
+def _fixture_cases() -> list[str]:
+    """The committed synth fixtures with a true calibration, a photo and an empty-board frame."""
+    import json
+
+    return [path.stem for path in sorted(FIXTURES.glob("*.json"))
+            if json.loads(path.read_text()).get("calibration")
+            and (FIXTURES / f"{path.stem}.jpg").exists() and (FIXTURES / f"{path.stem}_ref.jpg").exists()]
+
+
+def _fixture(case: str):
+    """Fixture ``case``'s (photo, empty-board frame, true Calibration)."""
     import json
 
     import cv2
 
-    folder = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
-    for path in sorted(folder.glob("*.json")):
-        data = json.loads(path.read_text())
-        c = data.get("calibration")
-        photo, ref = folder / f"{path.stem}.jpg", folder / f"{path.stem}_ref.jpg"
-        if not c or not photo.exists() or not ref.exists():
-            continue
-        truth = Calibration.from_dict(c)
-        yield path.stem, cv2.imread(str(photo)), cv2.imread(str(ref)), truth
+    truth = Calibration.from_dict(json.loads((FIXTURES / f"{case}.json").read_text())["calibration"])
+    return cv2.imread(str(FIXTURES / f"{case}.jpg")), cv2.imread(str(FIXTURES / f"{case}_ref.jpg")), truth
 
 
 RESAVE_QUALITY = 90  # the "saved again" rows: a photo opened and saved again as JPEG (an editor, a messaging app)
@@ -143,93 +149,147 @@ def _known_lens(truth: Calibration) -> tuple[np.ndarray, np.ndarray]:
     return nominal_camera(truth.image_size), np.zeros(5)
 
 
-def run_methods(board: Board, n: int, held_out: int = 0) -> dict[str, dict]:
-    """Per method: corner errors (mm), reported errors, failures, seconds per image."""
-    from knockcam.calibrate.auto import calibrate_auto
+def run_methods(board: Board, n: int, held_out: int = 0, workers: int = 1) -> dict[str, dict]:
+    """Per method: corner errors (mm), reported errors, failures, seconds per image. ``workers`` > 1: the
+    fixtures and scenes are calibrated in that many worker processes side by side, the same answers (each
+    scene's corner noise is drawn here, in the scenes' order)."""
+    rng = np.random.default_rng(0)
+    units = [(_fixture_records, (board, case)) for case in _fixture_cases()]
+    units += [(_own_scene_records, (board, i, rng.normal(0, 1.5, (4, 2)))) for i in range(n)]
+    for i in range(held_out):
+        photo = _synth_photo(board, i)
+        in_view = photo is not None and bool(np.all((photo[1].corners_px(board.size_mm) >= 0)
+                                                    & (photo[1].corners_px(board.size_mm) < photo[1].image_size)))
+        units.append((_held_out_records, (board, i, held_out, rng.normal(0, 3.0, (4, 2)) if in_view else None)))
+    parts = in_workers(_unit, units, workers) if workers > 1 else (_unit(fn, args) for fn, args in units)
+    results: dict[str, dict] = {}
+    for part in parts:  # each method's rows in the order of the scenes, the methods in the order first met
+        for name, r in part.items():
+            into = results.setdefault(name, _no_records())
+            into["failed"] += r["failed"]
+            for key in ("errors", "board", "reported", "offered", "seconds"):
+                into[key] += r[key]
+    return results
+
+
+def _unit(fn, args) -> dict[str, dict]:
+    return fn(*args)
+
+
+def _no_records() -> dict:
+    return {"errors": [], "board": [], "reported": [], "offered": [], "failed": 0, "seconds": []}
+
+
+def _record(results: dict[str, dict], board: Board, name: str, truth: Calibration, fn) -> None:
+    """``fn``'s calibration measured against ``truth`` into ``results[name]`` (a failure counted when it raises)."""
     from knockcam.calibrate.choose import offered_max_error
+
+    r = results.setdefault(name, _no_records())
+    t = time.perf_counter()
+    try:
+        cal = fn()
+    except KnockcamError:
+        r["failed"] += 1
+        return
+    r["seconds"].append(time.perf_counter() - t)
+    r["errors"].append(corner_errors_mm(cal, truth, board))
+    r["board"].append(board_errors_mm(cal, truth, board))
+    r["reported"].append(cal.error_mm if cal.error_mm is not None else np.nan)
+    r["offered"].append(offered_max_error(cal) is not None)
+
+
+def _fixture_records(board: Board, case: str) -> dict[str, dict]:
+    """The committed fixture ``case``: automatic (lens known, not, and the photo saved again) and reference."""
+    from knockcam.calibrate.auto import calibrate_auto
+    from knockcam.calibrate.reference import calibrate_reference
+
+    results: dict[str, dict] = {}
+    photo, ref_frame, truth = _fixture(case)
+    _record(results, board, "auto (fixtures/scenes, lens known)", truth,
+            lambda: calibrate_auto(photo, board, *_known_lens(truth)))
+    _record(results, board, "auto (fixtures/scenes, lens unknown: read off the printed lines)", truth,
+            lambda: calibrate_auto(photo, board))
+    _record(results, board, f"auto (fixtures/scenes saved again as JPEG at quality {RESAVE_QUALITY}; lens unknown)",
+            truth, lambda: calibrate_auto(resaved(photo), board))
+    _record(results, board, "reference (fixtures/scenes: CASE_ref.jpg + its true calibration -> CASE.jpg)", truth,
+            lambda: calibrate_reference(photo, ref_frame, truth, board))
+    return results
+
+
+def _own_scene_records(board: Board, i: int, noise_px: np.ndarray) -> dict[str, dict]:
+    """Own scene ``i`` (knockcam.calibrate.scene): given corners (``noise_px`` added), automatic, reference from
+    another camera, and markers (the cards in the board's plane, and on the table below a thick board)."""
+    from knockcam.calibrate.auto import calibrate_auto
     from knockcam.calibrate.corners import calibrate_corners, snap
     from knockcam.calibrate.markers import calibrate_markers
     from knockcam.calibrate.reference import calibrate_reference
     from knockcam.calibrate.scene import make_scene
 
     results: dict[str, dict] = {}
+    s = make_scene(board, 500 + i)
+    noisy = s.truth.mm_to_px(board_corners_mm(board)) + noise_px
+    _record(results, board, "corners (true corners + 1.5 px noise, own scenes)", s.truth,
+            lambda: snap(s.image, calibrate_corners(noisy, board, s.truth.image_size), board))
+    _record(results, board, "corners as given, not snapped to the printed lines (the same own scenes and noise)",
+            s.truth, lambda: calibrate_corners(noisy, board, s.truth.image_size))
+    _record(results, board, "auto (own scenes)", s.truth, lambda: calibrate_auto(s.image, board))
+    ref = make_scene(board, 900 + i, art_seed=500 + i, tokens=0)
+    _record(results, board, "reference (own scenes, other camera)", s.truth,
+            lambda: calibrate_reference(s.image, ref.image, ref.truth, board))
+    m = make_scene(board, 700 + i, markers=True)
+    _record(results, board, "markers (own scenes)", m.truth, lambda: calibrate_markers(m.image, board))
+    thick = make_scene(board, 1100 + i, markers=True, thickness_mm=_thickness_mm(1100 + i))
+    _record(results, board, f"markers (own scenes, the cards on the table: the board's face {THICKNESS_MM[0]}-"
+            f"{THICKNESS_MM[1]} mm above them)", thick.truth, lambda: calibrate_markers(thick.image, board))
+    return results
 
-    def record(name, truth, fn):
-        r = results.setdefault(name, {"errors": [], "board": [], "reported": [], "offered": [], "failed": 0,
-                                      "seconds": []})
-        t = time.perf_counter()
-        try:
-            cal = fn()
-        except KnockcamError:
-            r["failed"] += 1
-            return
-        r["seconds"].append(time.perf_counter() - t)
-        r["errors"].append(corner_errors_mm(cal, truth, board))
-        r["board"].append(board_errors_mm(cal, truth, board))
-        r["reported"].append(cal.error_mm if cal.error_mm is not None else np.nan)
-        r["offered"].append(offered_max_error(cal) is not None)
 
-    for case, photo, ref_frame, truth in _fixtures(board):
-        record("auto (fixtures/scenes, lens known)", truth, lambda: calibrate_auto(photo, board, *_known_lens(truth)))
-        record("auto (fixtures/scenes, lens unknown: read off the printed lines)", truth,
-               lambda: calibrate_auto(photo, board))
-        record(f"auto (fixtures/scenes saved again as JPEG at quality {RESAVE_QUALITY}; lens unknown)", truth,
-               lambda: calibrate_auto(resaved(photo), board))
-        record("reference (fixtures/scenes: CASE_ref.jpg + its true calibration -> CASE.jpg)", truth,
-               lambda: calibrate_reference(photo, ref_frame, truth, board))
-    rng = np.random.default_rng(0)
-    for i in range(n):
-        s = make_scene(board, 500 + i)
-        noisy = s.truth.mm_to_px(board_corners_mm(board)) + rng.normal(0, 1.5, (4, 2))
-        record("corners (true corners + 1.5 px noise, own scenes)", s.truth,
-               lambda: snap(s.image, calibrate_corners(noisy, board, s.truth.image_size), board))
-        record("corners as given, not snapped to the printed lines (the same own scenes and noise)", s.truth,
-               lambda: calibrate_corners(noisy, board, s.truth.image_size))
-        record("auto (own scenes)", s.truth, lambda: calibrate_auto(s.image, board))
-        ref = make_scene(board, 900 + i, art_seed=500 + i, tokens=0)
-        record("reference (own scenes, other camera)", s.truth,
-               lambda: calibrate_reference(s.image, ref.image, ref.truth, board))
-        m = make_scene(board, 700 + i, markers=True)
-        record("markers (own scenes)", m.truth, lambda: calibrate_markers(m.image, board))
-        thick = make_scene(board, 1100 + i, markers=True, thickness_mm=_thickness_mm(1100 + i))
-        record(f"markers (own scenes, the cards on the table: the board's face {THICKNESS_MM[0]}-{THICKNESS_MM[1]} mm "
-               f"above them)", thick.truth, lambda: calibrate_markers(thick.image, board))
-    for i in range(held_out):
-        photo = _synth_photo(board, i)
+def _held_out_records(board: Board, i: int, held_out: int, noise_px: np.ndarray | None) -> dict[str, dict]:
+    """Held-out knockcam.synth photo ``i`` of run HELD_OUT_SEED every way the benchmark takes it: automatic (lens
+    known and not; cut, turned, saved again, at a phone's and a webcam's size), given corners (``noise_px``
+    added; None: a corner is out of view) and markers laid on the table."""
+    from knockcam.calibrate.auto import calibrate_auto
+    from knockcam.calibrate.corners import calibrate_corners, snap
+    from knockcam.calibrate.markers import calibrate_markers
+
+    results: dict[str, dict] = {}
+    last = held_out - 1
+    photo = _synth_photo(board, i)
+    if photo is not None:
+        img, truth = photo
+        _record(results, board, f"auto (held-out knockcam.synth photos: run {HELD_OUT_SEED}, 0-{last}; lens known)",
+                truth, lambda: calibrate_auto(img, board, *_known_lens(truth)))
+        _record(results, board, f"auto (held-out knockcam.synth photos: run {HELD_OUT_SEED}, 0-{last}; lens unknown)",
+                truth, lambda: calibrate_auto(img, board))
+        if noise_px is not None:
+            noisy = truth.corners_px(board.size_mm) + noise_px
+            _record(results, board, "corners (the same held-out photos, every corner in view: true corners + 3 px "
+                    "noise; lens unknown)", truth,
+                    lambda: snap(img, calibrate_corners(noisy, board, truth.image_size), board))
+            _record(results, board, "corners as given, not snapped to the printed lines (the same held-out photos "
+                    "and noise)", truth, lambda: calibrate_corners(noisy, board, truth.image_size))
+        side, cut = CUT_SIDES[i % 4], CUT_PX[(i // 4) % 2]
+        cut_img, cut_truth = cut_photo(img, truth, board, side, cut)
+        _record(results, board, f"auto (the same held-out photos cut: a board corner {CUT_PX[0]} or {CUT_PX[1]} px "
+                "past the photo's edge; lens unknown)", cut_truth, lambda: calibrate_auto(cut_img, board))
+        turned_img, turned_truth = turned_photo(img, truth, clockwise=i % 2 == 0)
+        _record(results, board, "auto (the same held-out photos turned upright, portrait as a phone held upright "
+                "shows it; lens unknown)", turned_truth, lambda: calibrate_auto(turned_img, board))
+        _record(results, board, f"auto (the same held-out photos saved again as JPEG at quality {RESAVE_QUALITY}; "
+                "lens unknown)", truth, lambda: calibrate_auto(resaved(img), board))
+    laid = _synth_photo(board, i, preset="markers")
+    if laid is not None:
+        laid_img, laid_truth = laid
+        for lens, what in ((_known_lens(laid_truth), "lens known"), ((), "lens unknown")):
+            _record(results, board, f"markers (the held-out scenes rendered with the cards laid on the table, synth "
+                    f"preset markers: run {HELD_OUT_SEED}, 0-{last}; {what})", laid_truth,
+                    lambda: calibrate_markers(laid_img, board, *lens))
+    for size, what in ((PHONE_SIZE, "a phone's size"), (WEBCAM_SIZE, "a webcam's as OpenCV opens most")):
+        photo = _synth_photo(board, i, size=size)
         if photo is not None:
             img, truth = photo
-            record(f"auto (held-out knockcam.synth photos: run {HELD_OUT_SEED}, 0-{held_out - 1}; lens known)", truth,
-                   lambda: calibrate_auto(img, board, *_known_lens(truth)))
-            record(f"auto (held-out knockcam.synth photos: run {HELD_OUT_SEED}, 0-{held_out - 1}; lens unknown)", truth,
-                   lambda: calibrate_auto(img, board))
-            if np.all((truth.corners_px(board.size_mm) >= 0) & (truth.corners_px(board.size_mm) < truth.image_size)):
-                noisy = truth.corners_px(board.size_mm) + rng.normal(0, 3.0, (4, 2))
-                record("corners (the same held-out photos, every corner in view: true corners + 3 px noise; lens "
-                       "unknown)", truth, lambda: snap(img, calibrate_corners(noisy, board, truth.image_size), board))
-                record("corners as given, not snapped to the printed lines (the same held-out photos and noise)", truth,
-                       lambda: calibrate_corners(noisy, board, truth.image_size))
-            side, cut = CUT_SIDES[i % 4], CUT_PX[(i // 4) % 2]
-            cut_img, cut_truth = cut_photo(img, truth, board, side, cut)
-            record(f"auto (the same held-out photos cut: a board corner {CUT_PX[0]} or {CUT_PX[1]} px past the "
-                   "photo's edge; lens unknown)", cut_truth, lambda: calibrate_auto(cut_img, board))
-            turned_img, turned_truth = turned_photo(img, truth, clockwise=i % 2 == 0)
-            record("auto (the same held-out photos turned upright, portrait as a phone held upright shows it; lens "
-                   "unknown)", turned_truth, lambda: calibrate_auto(turned_img, board))
-            record(f"auto (the same held-out photos saved again as JPEG at quality {RESAVE_QUALITY}; lens unknown)",
-                   truth, lambda: calibrate_auto(resaved(img), board))
-        laid = _synth_photo(board, i, preset="markers")
-        if laid is not None:
-            laid_img, laid_truth = laid
-            for lens, what in ((_known_lens(laid_truth), "lens known"), ((), "lens unknown")):
-                record(f"markers (the held-out scenes rendered with the cards laid on the table, synth preset "
-                       f"markers: run {HELD_OUT_SEED}, 0-{held_out - 1}; {what})", laid_truth,
-                       lambda: calibrate_markers(laid_img, board, *lens))
-        for size, what in ((PHONE_SIZE, "a phone's size"), (WEBCAM_SIZE, "a webcam's as OpenCV opens most")):
-            photo = _synth_photo(board, i, size=size)
-            if photo is not None:
-                img, truth = photo
-                record(f"auto (the same held-out scenes at {size[0]}x{size[1]}, {what}; lens unknown)",
-                       truth, lambda: calibrate_auto(img, board))
+            _record(results, board, f"auto (the same held-out scenes at {size[0]}x{size[1]}, {what}; lens unknown)",
+                    truth, lambda: calibrate_auto(img, board))
     return results
 
 
@@ -265,17 +325,23 @@ def speed_text(speed: dict[str, float]) -> str:
 
 
 def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
-           speed: dict[str, float] | None = None) -> str:
+           speed: dict[str, float] | None = None, workers: int = 1) -> str:
+    """The results file (markdown); ``workers``: how many processes calibrated side by side."""
     from knockcam import settings
 
     asked = "x".join(str(int(v)) for v in settings.load("live")["camera"]["frame_size"])  # what live asks a webcam for
+    side_by_side = workers > 1
     lines = [
         "# Calibration benchmark",
         "",
-        f"Made by: `knockcam calibrate bench --scenes {n} --held-out {held_out}` ({seconds:.0f} s on "
-        f"{machine()}; load average at the end "
-        f"{load_average(note_busy=True)}). Synthetic data only; no real photos yet.",
+        f"Made by: `knockcam calibrate bench --scenes {n} --held-out {held_out}"
+        + (f" --workers {workers}" if side_by_side else "") + f"` ({seconds:.0f} s on {machine()}; load average at the "
+        f"end {load_average(note_busy=not side_by_side)}"
+        + (f", its own {workers} worker processes counted in it" if side_by_side else "")
+        + "). Synthetic data only; no real photos yet.",
         "",
+        *([f"Seconds per image (s / image): timed in {workers} worker processes calibrating side by side, each slower "
+           "than it is alone; the speed check below times one photo alone.", ""] if side_by_side else []),
         *([speed_text(speed), ""] if speed else []),
         "Error = distance in board mm between each true board corner and where the calibration puts it "
         "(4 corners per scene). Targets (issue 5): median <= 1 mm, worst <= 3 mm for auto and reference. "
@@ -360,12 +426,13 @@ def _gate_row(name: str, r: dict, accepted: np.ndarray | None = None) -> str:
             f"{int(refused.sum()) + r['failed']} | {int((refused & (worst <= 3)).sum())} |")
 
 
-def run_bench(board: Board, n: int, out: Path, held_out: int = 0) -> str:
-    """Every method on its scenes, then the speed check; the report written to ``out`` and returned."""
+def run_bench(board: Board, n: int, out: Path, held_out: int = 0, workers: int = 1) -> str:
+    """Every method on its scenes (in ``workers`` processes side by side), then the speed check alone; the report
+    written to ``out`` and returned."""
     t = time.perf_counter()
-    results = run_methods(board, n, held_out)
+    results = run_methods(board, n, held_out, workers)
     seconds = time.perf_counter() - t
-    text = report(results, n, seconds, held_out, speed=speed_check(board))
+    text = report(results, n, seconds, held_out, speed=speed_check(board), workers=workers)
     write_atomic(out, text)
     return text
 

@@ -43,6 +43,9 @@ def register(subparsers) -> None:
     add_max_error(p)
     p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
     p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="bench: calibrate in N worker processes side by side (default: one per CPU; each photo's "
+                        "seconds are then those of N at a time)")
     p.add_argument("--speed", action="store_true",
                    help="bench: only time one held-out photo's automatic calibration (about 20 s) and compare "
                         "with the speed check the results file (--out) recorded")
@@ -66,11 +69,15 @@ def run(args) -> int:
         from knockcam.calibrate.bench import run_bench
         from knockcam.files import check_writable
 
+        from knockcam.workers import available_cpus
+
         if args.scenes < 1 or args.held_out < 0:
             raise KnockcamError(f"calibrate bench needs --scenes 1 or more and --held-out 0 or more, not "
                                 f"{args.scenes} and {args.held_out}")
+        if args.workers is not None and args.workers < 1:
+            raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
         out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
-        text = run_bench(board, args.scenes, out, held_out=args.held_out)
+        text = run_bench(board, args.scenes, out, held_out=args.held_out, workers=args.workers or available_cpus())
         print(text)
         return 0
     if verb == "tune" and len(args.target) == 1:

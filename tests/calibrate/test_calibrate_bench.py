@@ -227,3 +227,34 @@ def test_a_photo_saved_again_is_the_same_photo_with_other_compression_noise(boar
     change = np.abs(again.astype(int) - image.astype(int))
     assert 0 < change.mean() < 3 and change.max() > 0
     assert np.array_equal(resaved(image, RESAVE_QUALITY), again)  # the same every run
+
+
+def test_the_bench_in_worker_processes_measures_what_it_measures_in_one(monkeypatch):
+    """`knockcam calibrate bench --workers N` (one per CPU by default): the fixtures and scenes calibrated side by
+    side give the rows of one process, each scene's corner noise drawn as one process draws it."""
+    from knockcam.board import load_board
+    from knockcam.calibrate import bench
+
+    board = load_board()
+    monkeypatch.setattr(bench, "_fixture_cases", lambda: ["all_16_tokens"])  # one fixture, one own scene: seconds
+    alone = bench.run_methods(board, 1, held_out=0, workers=1)
+    side_by_side = bench.run_methods(board, 1, held_out=0, workers=2)
+    assert list(alone) == list(side_by_side) and len(alone) == 10  # the fixture's 4 methods, the own scene's 6
+    for name, r in alone.items():
+        other = side_by_side[name]
+        assert r["failed"] == other["failed"] and r["reported"] == other["reported"] and r["offered"] == other["offered"]
+        assert all(np.array_equal(a, b) for a, b in zip(r["errors"] + r["board"], other["errors"] + other["board"]))
+
+
+def test_a_report_of_workers_side_by_side_says_so_and_does_not_blame_other_work(monkeypatch):
+    import os
+
+    results = {"auto (test)": {"errors": [np.zeros(4)], "board": [np.zeros(2)], "reported": [1.0], "failed": 0,
+                               "seconds": [1.0]}}
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(os, "getloadavg", lambda: (3.5, 3.0, 2.5))  # its own two workers and their threads
+    text = report(results, 12, 1.0, held_out=50, workers=2)
+    assert "knockcam calibrate bench --scenes 12 --held-out 50 --workers 2`" in text
+    assert "other work shared the cores" not in text and "its own 2 worker processes counted in it" in text
+    assert "timed in 2 worker processes calibrating side by side" in text
+    assert "worker processes" not in report(results, 12, 1.0, held_out=50)
