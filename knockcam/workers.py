@@ -41,7 +41,9 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
     early (Ctrl-C), it stops the workers at once; should a worker die (killed for memory), a KnockcamError."""
     from concurrent.futures.process import BrokenProcessPool
 
-    block = block or max(1, len(calls))
+    if not calls:
+        return
+    block = block or len(calls)
     pool = spawned_pool(workers)
     finished = False
     try:

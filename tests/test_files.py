@@ -163,7 +163,7 @@ def test_load_photo_refuses_bad_files_in_one_line(tmp_path, case, words):
     elif case == "tiny":
         path = tmp_path / "tiny.png"
         cv2.imwrite(str(path), np.zeros((10, 10, 3), np.uint8))
-    elif case == "float_tiff":  # whole, but of 32-bit floats (a scientific camera's): not "damaged", not "copy it again"
+    elif case == "float_tiff":  # whole, but of 32-bit floats: not "damaged", not "copy it again"
         path = tmp_path / "photo.tiff"
         cv2.imwrite(str(path), load_photo(scene().photo).astype(np.float32) / 255)
     with pytest.raises(KnockcamError) as err:

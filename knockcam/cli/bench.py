@@ -30,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                         help="only time one held-out scene (a few seconds) and compare with the speed check the "
                              "--out results file recorded: is this machine as fast as the one that made it?")
     parser.add_argument("--given-only", action="store_true",
-                        help="only the configurations with the true calibration (minutes, not most of an hour: for "
-                             "looking into the detectors; needs its own --out)")
+                        help="only the configurations with the true calibration (minutes, not the whole run's half "
+                             "hour: for looking into the detectors; needs its own --out)")
     parser.add_argument("--failures", metavar="FILE", default=None,
                         help="also write every token missed or called wrong and every false detection, one JSON "
                              "line each (configuration, scene seed, cause, flagged, the true token, the call)")

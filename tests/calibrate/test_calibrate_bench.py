@@ -242,7 +242,7 @@ def test_the_bench_in_worker_processes_measures_what_it_measures_in_one(monkeypa
     assert list(alone) == list(side_by_side) and len(alone) == 10  # the fixture's 4 methods, the own scene's 6
     for name, r in alone.items():
         other = side_by_side[name]
-        assert r["failed"] == other["failed"] and r["reported"] == other["reported"] and r["offered"] == other["offered"]
+        assert (r["failed"], r["reported"], r["offered"]) == (other["failed"], other["reported"], other["offered"])
         assert all(np.array_equal(a, b) for a, b in zip(r["errors"] + r["board"], other["errors"] + other["board"]))
 
 
