@@ -156,11 +156,11 @@ def run_methods(board: Board, n: int, held_out: int = 0, workers: int = 1) -> di
     rng = np.random.default_rng(0)
     units = [(_fixture_records, (board, case)) for case in _fixture_cases()]
     units += [(_own_scene_records, (board, i, rng.normal(0, 1.5, (4, 2)))) for i in range(n)]
-    for i in range(held_out):
+    for i in range(held_out):  # rendered here: whether every corner is in view decides if noise is drawn for it
         photo = _synth_photo(board, i)
-        in_view = photo is not None and bool(np.all((photo[1].corners_px(board.size_mm) >= 0)
-                                                    & (photo[1].corners_px(board.size_mm) < photo[1].image_size)))
-        units.append((_held_out_records, (board, i, held_out, rng.normal(0, 3.0, (4, 2)) if in_view else None)))
+        corners = None if photo is None else photo[1].corners_px(board.size_mm)
+        in_view = corners is not None and bool(np.all((corners >= 0) & (corners < photo[1].image_size)))
+        units.append((_held_out_records, (board, i, held_out, photo, rng.normal(0, 3.0, (4, 2)) if in_view else None)))
     parts = in_workers(_unit, units, workers) if workers > 1 else (_unit(fn, args) for fn, args in units)
     results: dict[str, dict] = {}
     for part in parts:  # each method's rows in the order of the scenes, the methods in the order first met
@@ -244,17 +244,17 @@ def _own_scene_records(board: Board, i: int, noise_px: np.ndarray) -> dict[str, 
     return results
 
 
-def _held_out_records(board: Board, i: int, held_out: int, noise_px: np.ndarray | None) -> dict[str, dict]:
-    """Held-out knockcam.synth photo ``i`` of run HELD_OUT_SEED every way the benchmark takes it: automatic (lens
-    known and not; cut, turned, saved again, at a phone's and a webcam's size), given corners (``noise_px``
-    added; None: a corner is out of view) and markers laid on the table."""
+def _held_out_records(board: Board, i: int, held_out: int, photo, noise_px: np.ndarray | None) -> dict[str, dict]:
+    """Held-out knockcam.synth photo ``i`` of run HELD_OUT_SEED (``photo``: its image and truth, None without
+    knockcam.synth) every way the benchmark takes it: automatic (lens known and not; cut, turned, saved again, at
+    a phone's and a webcam's size), given corners (``noise_px`` added; None: a corner is out of view) and markers
+    laid on the table."""
     from knockcam.calibrate.auto import calibrate_auto
     from knockcam.calibrate.corners import calibrate_corners, snap
     from knockcam.calibrate.markers import calibrate_markers
 
     results: dict[str, dict] = {}
     last = held_out - 1
-    photo = _synth_photo(board, i)
     if photo is not None:
         img, truth = photo
         _record(results, board, f"auto (held-out knockcam.synth photos: run {HELD_OUT_SEED}, 0-{last}; lens known)",
