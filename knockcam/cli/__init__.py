@@ -52,6 +52,17 @@ def add_board_option(parser: argparse.ArgumentParser, **kwargs) -> None:
                         "knockcam, see docs/board-file.md)", **kwargs)
 
 
+def worker_count(given: int | None) -> int:
+    """The worker processes a ``--workers`` option asks for (a KnockcamError under 1); one per CPU when not given."""
+    from knockcam.workers import available_cpus
+
+    if given is None:
+        return available_cpus()
+    if given < 1:
+        raise KnockcamError(f"--workers must be at least 1, not {given}")
+    return given
+
+
 def invoked_as(verb: str, fallback: str) -> str:
     """The command line that ran ``verb``, for a results file; ``fallback`` when called some other way."""
     import shlex

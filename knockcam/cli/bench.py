@@ -52,13 +52,12 @@ def run(args: argparse.Namespace) -> int:
     from rich.progress import Progress
 
     from knockcam.bench import report, run as run_bench, speed_check
-    from knockcam.cli import invoked_as
+    from knockcam.cli import invoked_as, worker_count
     from knockcam.files import check_writable, write_atomic
     from knockcam.board import load_board
     from knockcam.detect import AUTO, load_model
     from knockcam.detect.model import default_model_path
     from knockcam.errors import KnockcamError
-    from knockcam.workers import available_cpus
 
     if args.photos is not None:
         return _photos(args)
@@ -69,8 +68,7 @@ def run(args: argparse.Namespace) -> int:
     failures_path = str(check_writable(args.failures)) if args.failures else None
     if args.scenes < 1:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
-    if args.workers is not None and args.workers < 1:
-        raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
+    workers = worker_count(args.workers)
     board = load_board(args.board)
     model = load_model(args.model if args.model else AUTO)
     if args.speed:
@@ -112,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         tallies, facts = run_bench(board, args.scenes, args.seed_start, model,
                                    progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint,
                                    given_only=args.given_only, failures=failures.append if failures_path else None,
-                                   workers=args.workers or available_cpus())
+                                   workers=workers)
     text = report(tallies, facts, command, args.scenes, args.seed_start, note, speed=speed_check(board, model))
     write_atomic(args.out, text.encode("utf-8"))
     write_failures()

@@ -67,17 +67,15 @@ def run(args) -> int:
         return _speed(board, args.out or "bench/calibration.md")
     if verb == "bench" and len(args.target) == 1:
         from knockcam.calibrate.bench import run_bench
+        from knockcam.cli import worker_count
         from knockcam.files import check_writable
-
-        from knockcam.workers import available_cpus
 
         if args.scenes < 1 or args.held_out < 0:
             raise KnockcamError(f"calibrate bench needs --scenes 1 or more and --held-out 0 or more, not "
                                 f"{args.scenes} and {args.held_out}")
-        if args.workers is not None and args.workers < 1:
-            raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
+        workers = worker_count(args.workers)
         out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
-        text = run_bench(board, args.scenes, out, held_out=args.held_out, workers=args.workers or available_cpus())
+        text = run_bench(board, args.scenes, out, held_out=args.held_out, workers=workers)
         print(text)
         return 0
     if verb == "tune" and len(args.target) == 1:

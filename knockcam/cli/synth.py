@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from knockcam.cli import add_board_option
+from knockcam.cli import add_board_option, worker_count
 
 
 def register(subparsers) -> None:
@@ -53,8 +53,7 @@ def run(args: argparse.Namespace) -> int:
         raise KnockcamError(f"--count must be at least 1, not {args.count}")
     if args.seed < 0:
         raise KnockcamError(f"--seed must be 0 or more, not {args.seed}")
-    if args.workers < 1:
-        raise KnockcamError(f"--workers must be at least 1, not {args.workers}")
+    args.workers = worker_count(args.workers)
     if (args.order is not None or args.tokens is not None) and not args.game:
         raise KnockcamError("--order and --tokens are for --game (a whole game): add --game, or leave them out")
     if args.preset and (args.bench or args.fixtures):
