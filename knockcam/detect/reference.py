@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from typing import NamedTuple
 
 import cv2
 import numpy as np
@@ -475,128 +476,189 @@ def _envelope(center_px: np.ndarray, nadir_px: np.ndarray, radius_px: float, lea
     return cv2.convexHull(np.round(pts).astype(np.int32))
 
 
-def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view: TopDown, vp: Viewpoint,
-               board: Board, cfg: dict) -> list[Blob]:
-    """Base discs inside the token mask, nearest the camera first; each with colour votes (see module doc)."""
-    tcfg = cfg["token"]
-    s = view.px_per_mm
-    radius = board.token.base_diameter_mm / 2.0 * s
-    tol = float(tcfg["tolerance_mm"]) * s
-    excl = float(tcfg["exclusion_mm"]) * s
-    disc_area = np.pi * radius * radius
-    min_new, min_plastic = float(tcfg["min_new_share"]), float(tcfg["min_plastic_share"])
-    max_surrounded, screen = float(tcfg["max_surrounded"]), float(tcfg["screen_margin"])
-    nadir = view.to_px([vp.nadir_mm])[0]
-    lean = _lean(vp, board)
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
-    blobs: list[Blob] = []
-    ring_px = max(2, int(round(float(tcfg["ring_mm"]) * s)))
-    ring_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring_px + 1, 2 * ring_px + 1))
-    pad = int(np.ceil(radius)) + 2 + ring_px
-    r_px = int(round(radius))
-    hh, ww = mask.shape
-    for i in range(1, n):
-        x, y, bw, bh, area = stats[i]
-        if area < float(tcfg["min_area_share"]) * disc_area:
-            continue
-        x0, y0 = max(x - pad, 0), max(y - pad, 0)
-        x1, y1 = min(x + bw + pad, ww), min(y + bh + pad, hh)
-        comp = (labels[y0:y1, x0:x1] == i).astype(np.uint8)
-        cls = classes[y0:y1, x0:x1]
-        res = np.ascontiguousarray(residual[y0:y1, x0:x1])  # _bilinear indexes it flat
-        origin = np.array([x0, y0], np.float64)
-        dt = cv2.distanceTransform(comp, cv2.DIST_L2, 5)
-        feasible = dt >= radius - tol
-        explained = np.zeros_like(comp)
-        trusted = np.zeros_like(comp)
-        found: list[np.ndarray] = []
-        local_nadir = nadir - origin
-        ys, xs = np.nonzero(feasible)
+@dataclass(frozen=True)
+class _BaseDisc:
+    """A token's base disc in the working raster (px) and the tests a disc found in a blob must pass
+    (reference.yaml token): what every blob's search shares."""
+
+    radius: float
+    tol: float  # the disc must fit in the blob within this
+    excl: float  # no second candidate this close to a found base
+    lean: float  # _lean: how far past its base a standing token's top reaches
+    ring_px: int  # the ring just outside a token's silhouette that must mostly show the board
+    min_area_share: float
+    min_new: float
+    min_plastic: float
+    max_surrounded: float
+    screen: float
+    doubt_surrounded: float
+    stray_share: float
+    area: float  # the disc's
+    r_px: int  # its radius drawn
+
+    @classmethod
+    def of(cls, board: Board, view: TopDown, vp: Viewpoint, cfg: dict) -> "_BaseDisc":
+        tcfg = cfg["token"]
+        s = view.px_per_mm
+        radius = board.token.base_diameter_mm / 2.0 * s
+        return cls(radius=radius, tol=float(tcfg["tolerance_mm"]) * s,
+                   excl=float(tcfg["exclusion_mm"]) * s, lean=_lean(vp, board),
+                   ring_px=max(2, int(round(float(tcfg["ring_mm"]) * s))),
+                   min_area_share=float(tcfg["min_area_share"]), min_new=float(tcfg["min_new_share"]),
+                   min_plastic=float(tcfg["min_plastic_share"]), max_surrounded=float(tcfg["max_surrounded"]),
+                   screen=float(tcfg["screen_margin"]), doubt_surrounded=float(tcfg["doubt_surrounded"]),
+                   stray_share=float(tcfg["stray_share"]), area=np.pi * radius * radius, r_px=int(round(radius)))
+
+    @property
+    def pad(self) -> int:
+        """How far around a blob its window reaches: a disc and its ring at the blob's edge."""
+        return int(np.ceil(self.radius)) + 2 + self.ring_px
+
+    def passes(self, new: float, plastic: float, surrounded: float, margin: float = 0.0) -> bool:
+        """Whether a disc adds enough new pixels, is plastic enough and stands alone enough (within ``margin``)."""
+        return (new >= self.min_new - margin and plastic >= self.min_plastic - margin
+                and surrounded <= self.max_surrounded + margin)
+
+
+class _Judged(NamedTuple):
+    """A base disc tried at one centre: its share of new pixels (of a disc), of plastic, how surrounded it
+    is, and the window it was worked in with the disc's and the standing token's masks there."""
+
+    new: float
+    plastic: float
+    surrounded: float
+    win: tuple[slice, slice]
+    disc: np.ndarray
+    env: np.ndarray
+
+
+class _BlobSearch:
+    """The bases in one blob of the token mask, worked in a window around the blob (``origin``: its
+    top-left corner in the raster): upright bases nearest the camera first, then the plastic they
+    leave unexplained."""
+
+    def __init__(self, shape: _BaseDisc, comp: np.ndarray, cls: np.ndarray, res: np.ndarray,
+                 origin: np.ndarray, nadir_px: np.ndarray):
+        self.shape, self.comp, self.cls, self.res, self.origin = shape, comp, cls, res, origin
+        self.nadir = nadir_px - origin
+        ring = 2 * shape.ring_px + 1
+        self.ring_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (ring, ring))
+        self.explained = np.zeros_like(comp)  # the found tokens' figures
+        self.trusted = np.zeros_like(comp)  # ... of those that stand alone
+
+    def judge(self, c: np.ndarray) -> _Judged:
+        """A base disc at c, worked in a window around the token it would be (``_Judged``)."""
+        shape, r_px, ring_px = self.shape, self.shape.r_px, self.shape.ring_px
+        cxy = np.array([int(round(c[0])), int(round(c[1]))])
+        hull = _envelope(c, self.nadir, shape.radius, shape.lean)
+        lo = np.minimum(hull.reshape(-1, 2).min(axis=0), cxy - r_px) - ring_px - 1
+        hi = np.maximum(hull.reshape(-1, 2).max(axis=0), cxy + r_px) + ring_px + 2
+        wx0, wy0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
+        win = (slice(wy0, max(int(hi[1]), wy0)), slice(wx0, max(int(hi[0]), wx0)))
+        comp_w, explained_w = self.comp[win], self.explained[win]
+        disc = np.zeros_like(comp_w)
+        cv2.circle(disc, (int(cxy[0]) - wx0, int(cxy[1]) - wy0), r_px, 1, -1)
+        new = float(np.count_nonzero(disc & comp_w & (1 - explained_w))) / shape.area
+        disc_px = disc.astype(bool)
+        plastic = float(np.count_nonzero(self.cls[win][disc_px] >= 0)) / max(1, np.count_nonzero(disc_px))
+        env = np.zeros_like(comp_w)
+        cv2.fillConvexPoly(env, hull - np.array([wx0, wy0], hull.dtype), 1)
+        # A token stands alone: just outside its silhouette the board shows, or tokens that stood
+        # alone themselves. One inside a wider changed area (glare, a hand, a card) is surrounded
+        # by it: not a token we can trust, or none at all.
+        ring = cv2.dilate(env, self.ring_kernel) & (1 - env) & (1 - self.trusted[win])
+        surrounded = float(np.count_nonzero(ring & comp_w)) / max(1, int(np.count_nonzero(ring)))
+        return _Judged(new, plastic, surrounded, win, disc, env)
+
+    def bases(self) -> list[tuple[np.ndarray, Blob]]:
+        """Every pixel where a base disc fits is a candidate, nearest the camera's nadir first; a candidate
+        that passes becomes a base (its front rim fitted) and rules out those near it. Each base with its
+        centre in the window."""
+        shape = self.shape
+        ys, xs = np.nonzero(cv2.distanceTransform(self.comp, cv2.DIST_L2, 5) >= shape.radius - shape.tol)
         cand = np.stack([xs, ys], axis=1).astype(np.float64)
-        rho = np.hypot(cand[:, 0] - local_nadir[0], cand[:, 1] - local_nadir[1]) if len(cand) else np.zeros(0)
-        order = np.argsort(rho, kind="stable")
+        rho = np.hypot(cand[:, 0] - self.nadir[0], cand[:, 1] - self.nadir[1]) if len(cand) else np.zeros(0)
         alive = np.ones(len(cand), bool)
-
-        def judge(c: np.ndarray) -> tuple[float, float, float, tuple[slice, slice], np.ndarray, np.ndarray]:
-            """A base disc at c: its share of new pixels (of a disc), of plastic, and how surrounded it is.
-
-            Worked in a window around the token (``win``; the disc and envelope masks are the window's).
-            """
-            cxy = np.array([int(round(c[0])), int(round(c[1]))])
-            hull = _envelope(c, local_nadir, radius, lean)
-            lo = np.minimum(hull.reshape(-1, 2).min(axis=0), cxy - r_px) - ring_px - 1
-            hi = np.maximum(hull.reshape(-1, 2).max(axis=0), cxy + r_px) + ring_px + 2
-            wx0, wy0 = max(int(lo[0]), 0), max(int(lo[1]), 0)
-            win = (slice(wy0, max(int(hi[1]), wy0)), slice(wx0, max(int(hi[0]), wx0)))
-            comp_w, explained_w = comp[win], explained[win]
-            disc = np.zeros_like(comp_w)
-            cv2.circle(disc, (int(cxy[0]) - wx0, int(cxy[1]) - wy0), r_px, 1, -1)
-            new = float(np.count_nonzero(disc & comp_w & (1 - explained_w))) / disc_area
-            disc_px = disc.astype(bool)
-            plastic = float(np.count_nonzero(cls[win][disc_px] >= 0)) / max(1, np.count_nonzero(disc_px))
-            env = np.zeros_like(comp_w)
-            cv2.fillConvexPoly(env, hull - np.array([wx0, wy0], hull.dtype), 1)
-            # A token stands alone: just outside its silhouette the board shows, or tokens that stood
-            # alone themselves. One inside a wider changed area (glare, a hand, a card) is surrounded
-            # by it: not a token we can trust, or none at all.
-            ring = cv2.dilate(env, ring_kernel) & (1 - env) & (1 - trusted[win])
-            surrounded = float(np.count_nonzero(ring & comp_w)) / max(1, int(np.count_nonzero(ring)))
-            return new, plastic, surrounded, win, disc, env
-
-        def passes(new: float, plastic: float, surrounded: float, margin: float = 0.0) -> bool:
-            return (new >= min_new - margin and plastic >= min_plastic - margin
-                    and surrounded <= max_surrounded + margin)
-
-        for k in order:
+        found: list[tuple[np.ndarray, Blob]] = []
+        for k in np.argsort(rho, kind="stable"):
             if not alive[k]:
                 continue
             p0 = cand[k]
-            u = p0 - local_nadir
+            u = p0 - self.nadir
             nu = np.linalg.norm(u)
             u = u / nu if nu > 1e-6 else np.array([0.0, 1.0])
-            coarse = p0 + tol * u
+            coarse = p0 + shape.tol * u
             # The rim fit is most of this detector's time; a disc that fails by a wide margin at the
             # coarse centre does not pass a few pixels away, so it is not fitted at all.
-            new, plastic, surrounded, win, disc, env = judge(coarse)
-            hopeful = passes(new, plastic, surrounded, margin=screen)
+            judged = self.judge(coarse)
+            hopeful = shape.passes(judged.new, judged.plastic, judged.surrounded,
+                                   margin=shape.screen)
             if hopeful:
-                centre, fitted, rms = _fit_front(res, coarse, u, radius)
-                new, plastic, surrounded, win, disc, env = judge(centre)
-            if not (hopeful and passes(new, plastic, surrounded)):  # never a centre left from another candidate
-                alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * radius
+                centre, fitted, rms = _fit_front(self.res, coarse, u, shape.radius)
+                judged = self.judge(centre)
+            if not (hopeful and shape.passes(judged.new, judged.plastic, judged.surrounded)):
+                # never a centre left from another candidate
+                alive &= np.hypot(cand[:, 0] - p0[0], cand[:, 1] - p0[1]) >= 0.5 * shape.radius
                 continue
-            if surrounded > float(tcfg["doubt_surrounded"]):
+            if judged.surrounded > shape.doubt_surrounded:
                 fitted = False
             else:
-                trusted[win] |= env
-            alive &= np.hypot(cand[:, 0] - centre[0], cand[:, 1] - centre[1]) >= excl
-            own = env & comp[win] & (1 - explained[win])
-            votes = _votes(cls[win], own.astype(bool), disc.astype(bool))
-            explained[win] |= env
-            found.append(centre)
-            blobs.append(Blob(center_px=(float(centre[0] + x0), float(centre[1] + y0)), side_votes=votes,
-                              fitted=fitted, fallen=False, rim_rms_px=rms))
-        # Plastic the upright tokens found do not explain. Away from all of them: a token lying on its
-        # side (no upright base fits it), or something else (a card, a shadow; combine vetoes those
-        # the model does not confirm). Beside a found base: that base is in doubt (``unsure``; combine
-        # vetoes it too unless the model sees a token there), but it is not a fallen token. Calling
-        # such bases fallen flagged 3.3% more tokens on held-out seeds 3000-3199 (model + reference),
-        # and on seeds 3000-3059 all 20 were standing, none of the 17 tokens really lying down.
-        stray = (comp & (1 - explained)).astype(bool) & (cls >= 0)
+                self.trusted[judged.win] |= judged.env
+            alive &= np.hypot(cand[:, 0] - centre[0], cand[:, 1] - centre[1]) >= shape.excl
+            win = judged.win
+            own = judged.env & self.comp[win] & (1 - self.explained[win])
+            votes = _votes(self.cls[win], own.astype(bool), judged.disc.astype(bool))
+            self.explained[win] |= judged.env
+            found.append((centre, Blob(center_px=(float(centre[0] + self.origin[0]), float(centre[1] + self.origin[1])),
+                                       side_votes=votes, fitted=fitted, fallen=False, rim_rms_px=rms)))
+        return found
+
+    def with_stray(self, found: list[tuple[np.ndarray, Blob]]) -> list[Blob]:
+        """``found``'s bases (this blob's, ``bases``) and the plastic they do not explain. Away from all of
+        them: a token lying on its side (no upright base fits it), or something else (a card, a shadow;
+        combine vetoes those the model does not confirm). Beside a found base: that base is in doubt (``stray_beside``;
+        combine vetoes it too unless the model sees a token there), but it is not a fallen token. Calling
+        such bases fallen flagged 3.3% more tokens on held-out seeds 3000-3199 (model + reference), and on
+        seeds 3000-3059 all 20 were standing, none of the 17 tokens really lying down."""
+        shape, (x0, y0) = self.shape, self.origin
+        stray = (self.comp & (1 - self.explained)).astype(bool) & (self.cls >= 0)
         stray_area = int(np.count_nonzero(stray))
-        if stray_area >= float(tcfg["stray_share"]) * disc_area:
-            ys, xs = np.nonzero(stray)
-            centroid = np.array([xs.mean(), ys.mean()])
-            near = [b for b, c in zip(blobs[len(blobs) - len(found):], found)
-                    if np.hypot(*(c - centroid)) < 2.5 * radius]
-            if near:
-                nearest = min(near, key=lambda b: np.hypot(b.center_px[0] - x0 - centroid[0],
-                                                           b.center_px[1] - y0 - centroid[1]))
-                blobs[blobs.index(nearest)] = replace(nearest, stray_beside=True)
-            elif stray_area >= disc_area:
-                votes = _votes(cls, stray, stray)
-                blobs.append(Blob(center_px=(float(centroid[0] + x0), float(centroid[1] + y0)), side_votes=votes,
-                                  fitted=False, fallen=True))
+        blobs = [b for _, b in found]
+        if stray_area < shape.stray_share * shape.area:
+            return blobs
+        ys, xs = np.nonzero(stray)
+        centroid = np.array([xs.mean(), ys.mean()])
+
+        near = [i for i, (c, _) in enumerate(found) if np.hypot(*(c - centroid)) < 2.5 * shape.radius]
+        if near:
+            nearest = min(near, key=lambda i: np.hypot(blobs[i].center_px[0] - x0 - centroid[0],
+                                                       blobs[i].center_px[1] - y0 - centroid[1]))
+            blobs[nearest] = replace(blobs[nearest], stray_beside=True)
+        elif stray_area >= shape.area:
+            blobs.append(Blob(center_px=(float(centroid[0] + x0), float(centroid[1] + y0)),
+                              side_votes=_votes(self.cls, stray, stray), fitted=False, fallen=True))
+        return blobs
+
+
+def find_bases(mask: np.ndarray, classes: np.ndarray, residual: np.ndarray, view: TopDown, vp: Viewpoint,
+               board: Board, cfg: dict) -> list[Blob]:
+    """Base discs inside the token mask, nearest the camera first, blob by blob; each with colour votes (see
+    module doc)."""
+    shape = _BaseDisc.of(board, view, vp, cfg)
+    nadir = view.to_px([vp.nadir_mm])[0]
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(mask.astype(np.uint8), connectivity=8)
+    pad, (hh, ww) = shape.pad, mask.shape
+    blobs: list[Blob] = []
+    for i in range(1, n):
+        x, y, bw, bh, area = stats[i]
+        if area < shape.min_area_share * shape.area:
+            continue
+        x0, y0 = max(x - pad, 0), max(y - pad, 0)
+        x1, y1 = min(x + bw + pad, ww), min(y + bh + pad, hh)
+        search = _BlobSearch(shape, (labels[y0:y1, x0:x1] == i).astype(np.uint8), classes[y0:y1, x0:x1],
+                             np.ascontiguousarray(residual[y0:y1, x0:x1]),  # _bilinear indexes it flat
+                             np.array([x0, y0], np.float64), nadir)
+        blobs += search.with_stray(search.bases())
     return blobs
 
 
