@@ -327,8 +327,23 @@ class Tracker:
         token.state = OUT if s.state == OFF_BOARD else BOARD
 
     def _update(self, obs: Observation) -> None:
+        """One still board in the sliding (or Chance) phase: the tokens that stayed, the one slid, those
+        knocked, anything else that appeared, then Go to Jail (S4)."""
+        gone, rest = self._follow(obs)
+        expected = self.expected()
+        new = self._slid_seen(expected, [s for s in rest if s.state != OFF_BOARD], gone)
+        if new is not None:
+            rest.remove(new)
+        changed, leftovers = self._knocked(gone, rest)
+        slid_token = self._slide(expected, new, leftovers, changed, obs)
+        self._appeared(leftovers, obs)
+        self._go_to_jail(slid_token)
+
+    def _follow(self, obs: Observation) -> tuple[list[Tracked], list[Seen]]:
+        """Step 1: tokens at rest where they were (on the board, or parked in jail / in hand but not yet
+        picked up) follow what is seen there. Returns the tokens on the board not seen where they were
+        (``gone``: moved or knocked off) and what is seen that no token explains (``rest``)."""
         seen = list(obs.seen)
-        # 1. tokens at rest where they were (board, or parked in jail / in hand but not yet picked up)
         followed = [t for t in self.tokens if t.state == BOARD or (t.state in (JAIL, HAND) and t.parked)]
         pairs = self._match(followed, seen, self.still_mm)
         used = {j for _, j in pairs}
@@ -343,8 +358,13 @@ class Tracker:
                 t.parked = False  # taken to the In Jail card, or picked up to be slid again
         # tokens placed by hand (the camera missed them) stay where the players said unless seen elsewhere
         gone = [t for t in self.tokens if t.state == BOARD and t.id not in matched and "manual" not in t.flags]
-        # a token not seen where a hand or a cup covers the board may well be there still: it stays where
-        # it was, flagged, until the board is uncovered (taking it for knocked off would score it out)
+        under = self._covered(gone, obs)
+        return [t for t in gone if t not in under], [seen[j] for j in range(len(seen)) if j not in used]
+
+    def _covered(self, gone: list[Tracked], obs: Observation) -> list[Tracked]:
+        """Of the tokens not seen where they were, those where a hand or a cup covers the board: each may well
+        be there still, so it stays where it was, flagged, until the board is uncovered (taking it for knocked
+        off would score it out)."""
         reach = self.board.token.base_diameter_mm / 2
         under = [t for t in gone if obs.covered and near_hidden(t.xy_mm, obs.covered, reach)]
         for t in under:
@@ -353,30 +373,29 @@ class Tracker:
                 self.emit("covered", round=self.round, token=t.id, side=t.side, space=t.space, frame=obs.frame)
                 self.tell(f"{t.side}'s token on {t.resting(self.board)} is covered (a hand, a cup?): kept where it "
                           "was; uncover it before the round is scored")
-        gone = [t for t in gone if t not in under]
-        rest = [seen[j] for j in range(len(seen)) if j not in used]
-        on_board = [s for s in rest if s.state != OFF_BOARD]
+        return under
 
-        # 2. the token that was slid: of the expected side's colour, the one farthest from that colour's
-        #    missing tokens (a knocked token lands near where it was)
-        expected = self.expected()
-        new: Seen | None = None
-        if expected is not None:
-            mine = [s for s in on_board if s.side == expected]
-            if mine:
-                def distance_from_gone(s: Seen) -> float:
-                    ds = [((g.xy_mm[0] - s.xy_mm[0]) ** 2 + (g.xy_mm[1] - s.xy_mm[1]) ** 2) ** 0.5
-                          for g in gone if g.colour == s.side]
-                    return min(ds) if ds else float("inf")
-                new = max(mine, key=distance_from_gone)
-            elif len(on_board) == 1 and not any(g.colour == on_board[0].side for g in gone) \
-                    and not self._can_slide(on_board[0].side):
-                new = on_board[0]  # S1: a new token at rest is the turn's when its colour cannot be
-        if new is not None:
-            rest.remove(new)
+    def _slid_seen(self, expected: str | None, on_board: list[Seen], gone: list[Tracked]) -> Seen | None:
+        """Step 2: which of the unexplained tokens on the board is the one slid: of the expected side's colour,
+        the one farthest from that colour's missing tokens (a knocked token lands near where it was)."""
+        if expected is None:
+            return None
+        mine = [s for s in on_board if s.side == expected]
+        if mine:
+            def distance_from_gone(s: Seen) -> float:
+                ds = [((g.xy_mm[0] - s.xy_mm[0]) ** 2 + (g.xy_mm[1] - s.xy_mm[1]) ** 2) ** 0.5
+                      for g in gone if g.colour == s.side]
+                return min(ds) if ds else float("inf")
+            return max(mine, key=distance_from_gone)
+        if (len(on_board) == 1 and not any(g.colour == on_board[0].side for g in gone)
+                and not self._can_slide(on_board[0].side)):
+            return on_board[0]  # S1: a new token at rest is the turn's when its colour cannot be
+        return None
 
-        # 3. knocked tokens: moved (same colour, any distance), or seen in another colour where they were
-        #    (a colour the detector was unsure of), or gone (knocked off the board, S2)
+    def _knocked(self, gone: list[Tracked], rest: list[Seen]) -> tuple[bool, list[Seen]]:
+        """Step 3: knocked tokens: moved (same colour, any distance), or seen in another colour where they were
+        (a colour the detector was unsure of), or gone (knocked off the board, S2). Returns whether any token
+        was knocked, and what is still unexplained on the board."""
         changed = False
         moved = self._match(gone, rest, None)
         rest_left = [j for j in range(len(rest)) if j not in {j for _, j in moved}]
@@ -401,19 +420,25 @@ class Tracker:
                     token.flags.append("vanished")
                 self.emit("knock", round=self.round, token=token.id, side=token.side, before=token.space,
                           after=None, state=OUT)
-        leftovers = [rest[j] for j in range(len(rest)) if j not in taken and rest[j].state != OFF_BOARD]
+        return changed, [rest[j] for j in range(len(rest)) if j not in taken and rest[j].state != OFF_BOARD]
 
-        # 4. the slide itself; another side's colour arriving instead means this side's slide was not seen
-        slid_token: Tracked | None = None
-        skipped = any(s.side != expected and self._can_slide(s.side) for s in leftovers)
+    def _slide(self, expected: str | None, new: Seen | None, leftovers: list[Seen], changed: bool,
+               obs: Observation) -> Tracked | None:
+        """Step 4: the slide itself, or, where no token of the expected side came to rest, the question
+        whether it slid off the board: asked when a slide was seen starting, a token was knocked, or another
+        side's colour arrived instead (this side's slide was not seen)."""
         if new is not None:
-            slid_token = self._slide_in(expected, new, obs)
-        elif expected is not None:
-            skip_unasked = skipped and not self.queue and (expected, self.slid.get(expected, 0)) != self.off_asked
-            if obs.launched or changed or skip_unasked:
-                slid_token = self._maybe_off_board(expected, obs)
+            return self._slide_in(expected, new, obs)
+        if expected is None:
+            return None
+        skipped = any(s.side != expected and self._can_slide(s.side) for s in leftovers)
+        skip_unasked = skipped and not self.queue and (expected, self.slid.get(expected, 0)) != self.off_asked
+        if obs.launched or changed or skip_unasked:
+            return self._maybe_off_board(expected, obs)
+        return None
 
-        # 5. anything else that appeared: a token seen again, or a slide out of turn
+    def _appeared(self, leftovers: list[Seen], obs: Observation) -> None:
+        """Step 5: anything else that appeared: a token seen again, a slide out of turn, or an extra token."""
         for s in leftovers:
             back = next((t for t in self.tokens if t.state == OUT and "vanished" in t.flags and t.colour == s.side),
                         None)
@@ -439,7 +464,9 @@ class Tracker:
                 self.emit("extra_token", round=self.round, colour=s.side, xy_mm=list(s.xy_mm), frame=obs.frame)
                 self.tell(f"an extra {s.side} token is on the board (not counted): remove it or fix it at the review")
 
-        # 6. S4: tokens that stopped on, or were bumped onto, Go to Jail
+    def _go_to_jail(self, slid_token: Tracked | None) -> None:
+        """Step 6 (S4): tokens that stopped on, or were bumped onto, Go to Jail go to jail, the one just slid
+        first, then in turn order; their re-slides come before the next turn."""
         jailed = [t for t in self.tokens if t.state == BOARD and t.on_space and self.kinds.get(t.space) == "go_to_jail"]
         rank = {side: i for i, side in enumerate(self.order)}
         jailed.sort(key=lambda t: (t is not slid_token, rank[t.side], t.id))
