@@ -3,6 +3,8 @@
 import json
 from pathlib import Path
 
+import pytest
+
 from knockcam.assign import assign
 from knockcam.bench import MISSED, Tally, TrueToken, flag_floor, report, score_scene, true_tokens
 from knockcam.board import load_board
@@ -436,7 +438,13 @@ def test_the_results_file_says_where_the_automatic_calibrations_were_timed():
     assert "calibration workers" not in alone
 
 
-def test_bench_workers_must_be_at_least_one(tmp_path, capsys):
-    assert main(["bench", "--scenes", "1", "--workers", "0", "--out", str(tmp_path / "r.md")]) == 2
-    assert "--workers must be at least 1, not 0" in capsys.readouterr().err
+@pytest.mark.parametrize("verb", [["bench", "--scenes", "1"], ["calibrate", "bench", "--scenes", "1"],
+                                  ["synth", "--count", "1"], ["score", "."]])
+def test_workers_must_be_a_count_of_one_or_more(tmp_path, capsys, verb):
+    """Every verb with worker processes reads --workers alike (knockcam.cli.add_workers_option)."""
+    for given in ("0", "two"):
+        with pytest.raises(SystemExit) as stop:
+            main(verb + ["--workers", given, "--out", str(tmp_path / "r.md")])
+        assert stop.value.code == 2
+        assert f"argument --workers: give a number of processes, 1 or more, not '{given}'" in capsys.readouterr().err
     assert not (tmp_path / "r.md").exists()

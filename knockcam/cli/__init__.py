@@ -52,15 +52,23 @@ def add_board_option(parser: argparse.ArgumentParser, **kwargs) -> None:
                         "knockcam, see docs/board-file.md)", **kwargs)
 
 
+def add_workers_option(parser: argparse.ArgumentParser, help: str, default: int | None = None) -> None:
+    """``--workers N``, read the same for every verb that runs worker processes: a count of 1 or more, refused as
+    the command line is read (``worker_count`` makes None one per CPU)."""
+    parser.add_argument("--workers", metavar="N", type=_process_count, default=default, help=help)
+
+
+def _process_count(text: str) -> int:
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"give a number of processes, 1 or more, not {text!r}")
+    return int(text)
+
+
 def worker_count(given: int | None) -> int:
-    """The worker processes a ``--workers`` option asks for (a KnockcamError under 1); one per CPU when not given."""
+    """The worker processes a ``--workers`` option asks for: one per CPU when not given."""
     from knockcam.workers import available_cpus
 
-    if given is None:
-        return available_cpus()
-    if given < 1:
-        raise KnockcamError(f"--workers must be at least 1, not {given}")
-    return given
+    return available_cpus() if given is None else given
 
 
 def invoked_as(verb: str, fallback: str) -> str:

@@ -7,7 +7,7 @@ import argparse
 import json
 import sys
 
-from knockcam.cli import add_board_option
+from knockcam.cli import add_board_option, add_workers_option
 from knockcam.seeds import HELD_OUT_FIRST, HELD_OUT_LIMIT
 
 
@@ -35,10 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--failures", metavar="FILE", default=None,
                         help="also write every token missed or called wrong and every false detection, one JSON "
                              "line each (configuration, scene seed, cause, flagged, the true token, the call)")
-    parser.add_argument("--workers", type=int, default=None, metavar="N",
-                        help="find the automatic calibrations (most of the run's time) in N worker processes, a few "
-                             "scenes at a time, while the detectors wait; then the detectors are timed alone "
-                             "(default: one per CPU)")
+    add_workers_option(parser, help="find the automatic calibrations (most of the run's time) in N worker "
+                                    "processes, a few scenes at a time, while the detectors wait; then the detectors "
+                                    "are timed alone (default: one per CPU)")
     parser.add_argument("--photos", metavar="DIR", default=None,
                         help="instead, score the labelled photos in DIR (a label file beside each: "
                              "docs/labelled-photos.md) every way they allow and write how many calls were right")

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-from knockcam.cli import add_board_option
+from knockcam.cli import add_board_option, add_workers_option
 from knockcam.cli.score import add_max_error
 from knockcam.errors import KnockcamError
 from knockcam.files import load_photo
@@ -43,9 +43,8 @@ def register(subparsers) -> None:
     add_max_error(p)
     p.add_argument("--scenes", type=int, default=20, help="bench: scenes per method (calibrate's own scenes)")
     p.add_argument("--held-out", type=int, default=50, help="bench: held-out knockcam.synth photos for the automatic method")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
-                   help="bench: calibrate in N worker processes side by side (default: one per CPU; each photo's "
-                        "seconds are then those of N at a time)")
+    add_workers_option(p, help="bench: calibrate in N worker processes side by side (default: one per CPU; each "
+                               "photo's seconds are then those of N at a time)")
     p.add_argument("--speed", action="store_true",
                    help="bench: only time one held-out photo's automatic calibration (about 20 s) and compare "
                         "with the speed check the results file (--out) recorded")

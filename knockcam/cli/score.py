@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from knockcam.cli import add_board_option
+from knockcam.cli import add_board_option, add_workers_option
 from knockcam.errors import KnockcamError
 
 if TYPE_CHECKING:
@@ -45,8 +45,7 @@ def register(subparsers) -> None:
     p.add_argument("--evidence", metavar="OUT.png", help="write the evidence picture for this photo")
     p.add_argument("--out", metavar="DIR", help="folder mode: where summary.csv, summary.json and evidence/ go "
                                                "(default: DIR/knockcam-scores)")
-    p.add_argument("--workers", metavar="N", type=_workers, default=None,
-                   help="folder mode: score this many photos at once, each in a process of its own holding its "
+    add_workers_option(p, help="folder mode: score this many photos at once, each in a process of its own holding its "
                         "photo and the models (0.24 GB for a 1280x720 photo, 0.55 GB for 12 MP); default: one per "
                         "CPU when the board is found anew in every photo, else 1 (one after another here)")
     p.set_defaults(run=run)
@@ -100,12 +99,6 @@ def _added(text: str) -> tuple[str, str]:
     if not side.strip() or not where.strip():
         raise argparse.ArgumentTypeError(f"give the token's side and its space, e.g. red=park_place, not {text!r}")
     return side.strip().lower(), where.strip()
-
-
-def _workers(text: str) -> int:
-    if not text.strip().isdigit() or int(text) < 1:
-        raise argparse.ArgumentTypeError(f"give a number of processes, 1 or more, not {text!r}")
-    return int(text)
 
 
 def _millimetres(text: str) -> float:

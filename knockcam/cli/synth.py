@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from knockcam.cli import add_board_option, worker_count
+from knockcam.cli import add_board_option, add_workers_option
 
 
 def register(subparsers) -> None:
@@ -31,7 +31,7 @@ def register(subparsers) -> None:
                       help="measure images/s of each mode in a temporary folder and write RESULTS.md "
                            "(default bench/synth.md; --count stills and YOLO samples, 4 videos)")
     add_board_option(p)
-    p.add_argument("--workers", type=int, default=1, help="processes to render with (default 1)")
+    add_workers_option(p, default=1, help="processes to render with (default 1)")
     p.add_argument("--preset", metavar="NAME",
                    help="render with a named change to the ranges (knockcam/data/synth.yaml presets: crowded, "
                         "camouflage)")
@@ -53,7 +53,6 @@ def run(args: argparse.Namespace) -> int:
         raise KnockcamError(f"--count must be at least 1, not {args.count}")
     if args.seed < 0:
         raise KnockcamError(f"--seed must be 0 or more, not {args.seed}")
-    args.workers = worker_count(args.workers)
     if (args.order is not None or args.tokens is not None) and not args.game:
         raise KnockcamError("--order and --tokens are for --game (a whole game): add --game, or leave them out")
     if args.preset and (args.bench or args.fixtures):
