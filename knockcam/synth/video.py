@@ -92,6 +92,72 @@ class Slide:
         return knocks
 
 
+# the hand: comes in from the near end over this many frames, flicks the slider on FLICK_FRAME, and leaves
+HAND_IN_FRAMES, FLICK_FRAME, HAND_OUT_FRAMES = 12, 15, 14
+HAND_GONE_FRAME = FLICK_FRAME + 2 + HAND_OUT_FRAMES
+
+
+def _slide_aim(board: Board, rng: np.random.Generator, tokens: list[PlacedToken],
+               start: np.ndarray) -> tuple[np.ndarray, float]:
+    """The slide's direction (a unit vector) and how far it would travel (mm): at a resting token, slightly
+    off-centre, three slides in four when there is one; else to a point among the properties."""
+    width, length = board.size_mm
+    r = board.token.base_diameter_mm / 2
+    if tokens and rng.random() < 0.75:
+        target = np.asarray(tokens[rng.integers(len(tokens))].xy_mm)
+        aim = target - start
+        aim = aim / np.linalg.norm(aim)
+        # hit off-centre by up to 0.8 of a base's width (a glancing or a full knock)
+        off = float(np.arcsin(np.clip(rng.uniform(-0.8, 0.8) * 2 * r / np.linalg.norm(target - start), -1, 1)))
+        aim = np.array([aim[0] * np.cos(off) - aim[1] * np.sin(off), aim[0] * np.sin(off) + aim[1] * np.cos(off)])
+        return aim, float(np.linalg.norm(target - start) + rng.uniform(40, 250))
+    goal = np.array([rng.uniform(30, width - 30), rng.uniform(320, length - 30)])
+    return (goal - start) / np.linalg.norm(goal - start), float(np.linalg.norm(goal - start))
+
+
+def _hand_xy(f: int, start: np.ndarray, aim: np.ndarray) -> np.ndarray | None:
+    """Where the hand is on frame ``f`` (board mm), None once it has left: it comes from the near end to the
+    slider (at ``start``, to be slid along ``aim``), follows through the flick, and goes back."""
+    away = start - aim * 420 + np.array([0, -150])
+    near = start - aim * 70
+    if f < HAND_IN_FRAMES:
+        t = f / HAND_IN_FRAMES
+        return away + (near - away) * (1 - (1 - t) ** 2)
+    if f <= FLICK_FRAME + 2:
+        return near + aim * 25 * max(0, f - FLICK_FRAME + 2) / 4
+    if f <= HAND_GONE_FRAME:
+        t = (f - FLICK_FRAME - 2) / HAND_OUT_FRAMES
+        return near + aim * 25 + (away - near) * t * t
+    return None
+
+
+def _motion_blurred(image: np.ndarray, frame_spec, board: Board, now: np.ndarray, before: np.ndarray,
+                    static, canvas) -> np.ndarray:
+    """``image`` (the frame rendered with the tokens at ``now``) averaged with renders of them further back
+    towards ``before`` over the shutter time: a moving token's blur."""
+    acc = image.astype(np.float32)
+    for k in range(1, SUBFRAMES):
+        back = SHUTTER * k / (SUBFRAMES - 1)
+        sub = tuple(replace(t, xy_mm=(float(now[i, 0] + (before[i, 0] - now[i, 0]) * back),
+                                      float(now[i, 1] + (before[i, 1] - now[i, 1]) * back)))
+                    for i, t in enumerate(frame_spec.tokens))
+        acc += render(replace(frame_spec, tokens=sub), board, static=static, canvas=canvas,
+                      compute_truth=False).image
+    return np.clip(acc / SUBFRAMES + 0.5, 0, 255).astype(np.uint8)
+
+
+def _slider(board: Board, rng: np.random.Generator, tokens: list[PlacedToken]) -> PlacedToken:
+    """The token to be slid: a side and shape not on the board yet, behind the GO! line."""
+    width = board.size_mm[0]
+    r = board.token.base_diameter_mm / 2
+    used = {(t.side, t.shape) for t in tokens}
+    free = [(s, sh) for s in SIDES for sh in SHAPES if (s, sh) not in used]
+    side, shape = free[rng.integers(len(free))]
+    start = (rng.uniform(r + 20, width - r - 20), rng.uniform(r + 10, board.go_line_y_mm - r - 5))
+    return PlacedToken(side=side, shape=shape, xy_mm=(float(start[0]), float(start[1])),
+                       yaw=float(rng.uniform(0, 2 * np.pi)), colour=plastic_colour(rng, side, 14), shine=0.6)
+
+
 def make_video(board: Board, seed: int, index: int, cfg: dict | None = None, max_frames: int = 150):
     """Frames (uint8 BGR, after the phone's processing), per-frame truth, events and the reference frame."""
     cfg = cfg or config()
@@ -99,41 +165,19 @@ def make_video(board: Board, seed: int, index: int, cfg: dict | None = None, max
     tokens = _initial_tokens(board, rng, cfg)
     spec = sample_scene(board, rng, cfg, tokens=tuple(tokens), with_occluders=False)
     spec = replace(spec, info={**spec.info, "seed": seed, "index": index, "video": True})
-    width, length = board.size_mm
-    r = board.token.base_diameter_mm / 2
-    used = {(t.side, t.shape) for t in tokens}
-    free = [(s, sh) for s in SIDES for sh in SHAPES if (s, sh) not in used]
-    side, shape = free[rng.integers(len(free))]
-    start = np.array([rng.uniform(r + 20, width - r - 20), rng.uniform(r + 10, board.go_line_y_mm - r - 5)])
-    slider = PlacedToken(side=side, shape=shape, xy_mm=(float(start[0]), float(start[1])),
-                         yaw=float(rng.uniform(0, 2 * np.pi)), colour=plastic_colour(rng, side, 14), shine=0.6)
+    slider = _slider(board, rng, tokens)
+    start = np.asarray(slider.xy_mm)
     all_tokens = tokens + [slider]
     s_idx = len(all_tokens) - 1
-    if tokens and rng.random() < 0.75:  # aim at a resting token, slightly off-centre
-        target = np.asarray(tokens[rng.integers(len(tokens))].xy_mm)
-        aim = target - start
-        aim = aim / np.linalg.norm(aim)
-        # hit off-centre by up to 0.8 of a base's width (a glancing or a full knock)
-        off = float(np.arcsin(np.clip(rng.uniform(-0.8, 0.8) * 2 * r / np.linalg.norm(target - start), -1, 1)))
-        aim = np.array([aim[0] * np.cos(off) - aim[1] * np.sin(off), aim[0] * np.sin(off) + aim[1] * np.cos(off)])
-        travel = np.linalg.norm(target - start) + rng.uniform(40, 250)
-    else:
-        goal = np.array([rng.uniform(30, width - 30), rng.uniform(320, length - 30)])
-        aim = (goal - start) / np.linalg.norm(goal - start)
-        travel = np.linalg.norm(goal - start)
+    aim, travel = _slide_aim(board, rng, tokens, start)
     v0 = np.sqrt(2 * FRICTION_MM_S2 * travel)
-    sim = Slide(np.array([t.xy_mm for t in all_tokens]), r)
+    sim = Slide(np.array([t.xy_mm for t in all_tokens]), board.token.base_diameter_mm / 2)
     yaw = np.array([t.yaw for t in all_tokens])
     spin = rng.normal(0, 3.0)
 
-    # the hand: comes from the near end to the slider, flicks it, goes back
     hand_rng = np.random.default_rng([seed, index, 78])
     skin = occ.SKIN_BGR[hand_rng.integers(len(occ.SKIN_BGR))]
     sleeve = tuple(float(v) for v in hand_rng.uniform(20, 230, 3))
-    enter_frames, flick_frame = 12, 15
-    leave_frames = 14
-    away = start - aim * 420 + np.array([0, -150])
-    near = start - aim * 70
     heading = float(np.arctan2(aim[1], aim[0]))  # fingers towards the slide, arm behind
 
     canvas = canvas_for(spec.camera)
@@ -144,11 +188,11 @@ def make_video(board: Board, seed: int, index: int, cfg: dict | None = None, max
     knocked: set[int] = set()
     settled_at = None
     for f in range(max_frames):
-        if f == flick_frame:
+        if f == FLICK_FRAME:
             sim.v[s_idx] = aim * v0
             events.append({"frame": f, "type": "slide_starts", "token": s_idx})
         prev = sim.p.copy()
-        if f > flick_frame:
+        if f > FLICK_FRAME:
             for striker, struck in sim.step(1.0 / FPS):
                 if struck not in knocked and struck != s_idx:
                     knocked.add(struck)
@@ -161,44 +205,23 @@ def make_video(board: Board, seed: int, index: int, cfg: dict | None = None, max
             if i in knocked and rest.state == "off_board":
                 kind = "knocked_off"
             events.append({"frame": f, "type": kind, "token": int(i), "space": rest.space, "state": rest.state})
-        # hand pose
-        hand = None
-        if f < enter_frames:
-            t = f / enter_frames
-            hand_xy = away + (near - away) * (1 - (1 - t) ** 2)
-        elif f <= flick_frame + 2:
-            hand_xy = near + aim * 25 * max(0, f - flick_frame + 2) / 4
-        elif f <= flick_frame + 2 + leave_frames:
-            t = (f - flick_frame - 2) / leave_frames
-            hand_xy = near + aim * 25 + (away - near) * t * t
-            if f == flick_frame + 2 + leave_frames:
-                events.append({"frame": f, "type": "hand_leaves"})
-        else:
-            hand_xy = None
-        if hand_xy is not None:
-            hand = occ.hand(hand_xy, heading, 55.0, skin, sleeve, spread=0.2)
+        if f == HAND_GONE_FRAME:
+            events.append({"frame": f, "type": "hand_leaves"})
+        hand_xy = _hand_xy(f, start, aim)
+        hand = occ.hand(hand_xy, heading, 55.0, skin, sleeve, spread=0.2) if hand_xy is not None else None
         toks = tuple(replace(t, xy_mm=(float(sim.p[i, 0]), float(sim.p[i, 1])), yaw=float(yaw[i]))
                      for i, t in enumerate(all_tokens))
         frame_spec = replace(spec, tokens=toks, occluders=(hand,) if hand is not None else (),
                              photo=replace(spec.photo, noise_seed=spec.photo.noise_seed + f))
         rendered = render(frame_spec, board, static=static, canvas=canvas)
         image = rendered.image
-        travel = np.linalg.norm(sim.p - prev, axis=1).max()
-        if travel > 2.0:  # motion blur: average sub-frames over the shutter time before the frame
-            acc = image.astype(np.float32)
-            for k in range(1, SUBFRAMES):
-                back = SHUTTER * k / (SUBFRAMES - 1)
-                sub = tuple(replace(t, xy_mm=(float(sim.p[i, 0] + (prev[i, 0] - sim.p[i, 0]) * back),
-                                              float(sim.p[i, 1] + (prev[i, 1] - sim.p[i, 1]) * back)))
-                            for i, t in enumerate(toks))
-                acc += render(replace(frame_spec, tokens=sub), board, static=static, canvas=canvas,
-                              compute_truth=False).image
-            image = np.clip(acc / SUBFRAMES + 0.5, 0, 255).astype(np.uint8)
+        if np.linalg.norm(sim.p - prev, axis=1).max() > 2.0:  # motion blur over the shutter time before the frame
+            image = _motion_blurred(image, frame_spec, board, sim.p, prev, static, canvas)
         frames.append(finish_photo(image, frame_spec.photo))
         per_frame.append({"frame": f, "time_s": round(f / FPS, 4), "hand": hand is not None,
                           "tokens": [dict(t.to_dict(), moving=bool(moving[i])) for i, t in enumerate(rendered.tokens)]})
         was_moving = moving
-        if f > flick_frame + 2 + leave_frames and not moving.any():
+        if f > HAND_GONE_FRAME and not moving.any():
             settled_at = f if settled_at is None else settled_at
             if f - settled_at >= 10:
                 break
