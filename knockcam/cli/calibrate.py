@@ -61,54 +61,69 @@ def run(args) -> int:
     from knockcam.board import load_board
 
     board = load_board(args.board)
-    verb = args.target[0]
-    if verb == "bench" and len(args.target) == 1 and args.speed:
-        return _speed(board, args.out or "bench/calibration.md")
-    if verb == "bench" and len(args.target) == 1:
-        from knockcam.calibrate.bench import run_bench
-        from knockcam.cli import worker_count
-        from knockcam.files import check_writable
-
-        if args.scenes < 1 or args.held_out < 0:
-            raise KnockcamError(f"calibrate bench needs --scenes 1 or more and --held-out 0 or more, not "
-                                f"{args.scenes} and {args.held_out}")
-        workers = worker_count(args.workers)
-        out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
-        text = run_bench(board, args.scenes, out, held_out=args.held_out, workers=workers)
-        print(text)
-        return 0
-    if verb == "tune" and len(args.target) == 1:
+    verb, alone = args.target[0], len(args.target) == 1
+    if verb == "bench" and alone:
+        return _speed(board, args.out or "bench/calibration.md") if args.speed else _bench(board, args)
+    if verb == "tune" and alone:
         return _tune(board, args)
-    if verb == "sheet" and len(args.target) == 1:
-        from knockcam.calibrate.lens import charuco_image
-        from knockcam.calibrate.markers import png_with_dpi, sheet_image
-        from knockcam.files import write_atomic_all
-
-        folder = Path(args.out or "calibration")
-        if folder.is_file() or folder.suffix.lower() in (".png", ".pdf", ".jpg", ".jpeg"):
-            raise KnockcamError(f"calibrate sheet --out takes a folder (it writes markers.png and charuco.png "
-                                f"there), not {folder.name}: give --out {folder.parent / folder.stem}")
-        write_atomic_all({folder / "markers.png": png_with_dpi(sheet_image(300), 300),
-                          folder / "charuco.png": png_with_dpi(charuco_image(300), 300)})
-        print(f"wrote {folder / 'markers.png'} and {folder / 'charuco.png'} (300 dpi, print at 100%)")
-        return 0
+    if verb == "sheet" and alone:
+        return _sheet(Path(args.out or "calibration"))
     if verb == "camera" and not Path(verb).is_file():
-        from knockcam.calibrate.lens import calibrate_lens
-
-        out = _yaml_out(args.out or "calibration/camera.yaml")
-        if len(args.target) == 1:
-            raise KnockcamError("calibrate camera needs photos of the printed ChArUco board",
-                                "print calibration/charuco.png, photograph it at 3 or more angles with the camera, "
-                                "and give them: knockcam calibrate camera charuco1.jpg charuco2.jpg charuco3.jpg")
-        photos = [load_photo(p, "ChArUco photo") for p in args.target[1:]]  # a missing one is named first
-        cal = calibrate_lens(photos)
-        cal.save(out)
-        print(f"lens calibrated ({cal.error_source}); wrote {out}; pass --camera {out}")
-        return 0
-    if len(args.target) != 1:
+        return _camera(args.target[1:], args.out)
+    if not alone:
         raise KnockcamError("calibrate takes one image (or: camera IMAGES..., sheet, bench)")
-    out = _yaml_out(args.out or f"calibration/{Path(verb).stem}.yaml")
-    image = load_photo(verb)
+    return _photo(board, verb, args)
+
+
+def _bench(board, args) -> int:
+    """``calibrate bench``: every method on synthetic scenes, written to the results file."""
+    from knockcam.calibrate.bench import run_bench
+    from knockcam.cli import worker_count
+    from knockcam.files import check_writable
+
+    if args.scenes < 1 or args.held_out < 0:
+        raise KnockcamError(f"calibrate bench needs --scenes 1 or more and --held-out 0 or more, not "
+                            f"{args.scenes} and {args.held_out}")
+    workers = worker_count(args.workers)
+    out = check_writable(args.out or "bench/calibration.md")  # before the quarter hour of scenes
+    print(run_bench(board, args.scenes, out, held_out=args.held_out, workers=workers))
+    return 0
+
+
+def _sheet(folder: Path) -> int:
+    """``calibrate sheet``: the marker sheet and the ChArUco board to print, in ``folder``."""
+    from knockcam.calibrate.lens import charuco_image
+    from knockcam.calibrate.markers import png_with_dpi, sheet_image
+    from knockcam.files import write_atomic_all
+
+    if folder.is_file() or folder.suffix.lower() in (".png", ".pdf", ".jpg", ".jpeg"):
+        raise KnockcamError(f"calibrate sheet --out takes a folder (it writes markers.png and charuco.png "
+                            f"there), not {folder.name}: give --out {folder.parent / folder.stem}")
+    write_atomic_all({folder / "markers.png": png_with_dpi(sheet_image(300), 300),
+                      folder / "charuco.png": png_with_dpi(charuco_image(300), 300)})
+    print(f"wrote {folder / 'markers.png'} and {folder / 'charuco.png'} (300 dpi, print at 100%)")
+    return 0
+
+
+def _camera(photos: list[str], out: str | None) -> int:
+    """``calibrate camera IMAGES...``: the lens from photos of the printed ChArUco board."""
+    from knockcam.calibrate.lens import calibrate_lens
+
+    out_path = _yaml_out(out or "calibration/camera.yaml")
+    if not photos:
+        raise KnockcamError("calibrate camera needs photos of the printed ChArUco board",
+                            "print calibration/charuco.png, photograph it at 3 or more angles with the camera, "
+                            "and give them: knockcam calibrate camera charuco1.jpg charuco2.jpg charuco3.jpg")
+    cal = calibrate_lens([load_photo(p, "ChArUco photo") for p in photos])  # a missing one is named first
+    cal.save(out_path)
+    print(f"lens calibrated ({cal.error_source}); wrote {out_path}; pass --camera {out_path}")
+    return 0
+
+
+def _photo(board, path: str, args) -> int:
+    """``calibrate IMAGE``: the board found in one photo by the method asked for, saved and said."""
+    out = _yaml_out(args.out or f"calibration/{Path(path).stem}.yaml")
+    image = load_photo(path)
     camera = None
     if args.camera:
         from knockcam.calibrate.calibration import Calibration
@@ -140,16 +155,21 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({**cal.to_dict(board.size_mm), "file": str(out)}))
     else:
-        from knockcam.calibrate.quality import error_limit
-
-        print(f"{cal.method}: error {cal.error_mm:.2f} mm on the board (limit {error_limit(args.max_error):g} mm); "
-              f"wrote {out}")
-        print(f"  how: {cal.error_source}")
-        if cal.unchecked and args.reference:  # the reference's calibration, used as given
-            print(f"  not checked: {cal.unchecked}; if {args.reference[1]} is not that photo's own calibration, this "
-                  "one is wrong too")
-        print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
+        _say_saved(cal, out, args)
     return 0
+
+
+def _say_saved(cal, out: Path, args) -> None:
+    """The calibration just saved, in words: its error against the limit, how it was found, what to do next."""
+    from knockcam.calibrate.quality import error_limit
+
+    print(f"{cal.method}: error {cal.error_mm:.2f} mm on the board (limit {error_limit(args.max_error):g} mm); "
+          f"wrote {out}")
+    print(f"  how: {cal.error_source}")
+    if cal.unchecked and args.reference:  # the reference's calibration, used as given
+        print(f"  not checked: {cal.unchecked}; if {args.reference[1]} is not that photo's own calibration, this "
+              "one is wrong too")
+    print(f"  next: knockcam score PHOTO --calibration {out}  (a photo from this camera, where it stands now)")
 
 
 def _lens_for(lens, image, path: str):
