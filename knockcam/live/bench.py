@@ -10,17 +10,19 @@ from __future__ import annotations
 import shlex
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from knockcam import settings
 from knockcam.bench import load_average, machine
 from knockcam.board.layout import load_board
 from knockcam.files import write_atomic
 from knockcam.live.compose import DEMO_ANSWERS, DEMO_ORDER, DEMO_TOKENS, demo_expected, demo_video
 from knockcam.live.frames import video_source
 from knockcam.live.prompts import ScriptedPrompter
-from knockcam.live.session import LiveGame, new_log
+from knockcam.live.session import LiveGame, RunStats, new_log
 
 
 def _pct(values, q) -> float:
@@ -56,13 +58,22 @@ def game_accuracy(seeds, order=("red", "yellow", "green", "blue"), tokens: int =
     return rows
 
 
-def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = (1280, 720), seed: int = 5,
-              model="auto", games: int = 3) -> str:
-    """Run the benchmark, write ``out`` (markdown, atomically) and return the report."""
-    board = load_board()
-    t0 = time.perf_counter()
-    composed = demo_video(board, seed=seed, size=size)
-    compose_s = time.perf_counter() - t0
+@dataclass(frozen=True)
+class _Played:
+    """The demo game played through the loop: the game, the loop's counters, its CPU seconds, and how fast the
+    same video goes through decoding and the motion gate alone."""
+
+    live: LiveGame
+    stats: RunStats
+    cpu_s: float
+    gate_only_fps: float
+
+
+def _play(board, composed, size: tuple[int, int], model) -> _Played:
+    """Write ``composed`` as an MJPG video and play it through the whole loop, then through decoding and the
+    motion gate alone (the loop without detection)."""
+    from knockcam.live.motion import MotionGate
+
     with tempfile.TemporaryDirectory() as tmp:
         video = composed.write(Path(tmp) / "game.avi")
         log = Path(tmp) / "game.jsonl"
@@ -74,10 +85,7 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
         stats = live.run(source)
         cpu_s = time.process_time() - cpu0
         source.close()
-        # the loop without detection: decoding + motion gate only, over the same file
         source = video_source(str(video))
-        from knockcam.live.motion import MotionGate
-
         gate = MotionGate(composed.calibration, board, size)
         g0 = time.perf_counter()
         n = 0
@@ -86,11 +94,34 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
             n += 1
         gate_only_fps = n / (time.perf_counter() - g0)
         source.close()
+    return _Played(live, stats, cpu_s, gate_only_fps)
+
+
+def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = (1280, 720), seed: int = 5,
+              model="auto", games: int = 3) -> str:
+    """Run the benchmark, write ``out`` (markdown, atomically) and return the report."""
+    board = load_board()
+    t0 = time.perf_counter()
+    composed = demo_video(board, seed=seed, size=size)
+    compose_s = time.perf_counter() - t0
+    played = _play(board, composed, size, model)
+    lines = _loop_lines(board, composed, size, compose_s, played)
+    if games:
+        lines += _games_lines(games, model)
+    report = "\n".join(lines)
+    if out is not None:
+        write_atomic(out, report)
+    return report
+
+
+def _loop_lines(board, composed, size: tuple[int, int], compose_s: float, played: _Played) -> list[str]:
+    """The report's first part: the demo game's frames/s and latency through the loop."""
+    stats, live = played.stats, played.live
     expected = [s.to_dict() for s in demo_expected(board).standings()]
     got = [s.to_dict() for s in live.game.standings()]
-    still_s = float(__import__("knockcam.settings", fromlist=["load"]).load("live")["motion"]["still_s"])
+    still_s = float(settings.load("live")["motion"]["still_s"])
     lat = stats.latencies
-    lines = [
+    return [
         "# Live loop benchmark (knockcam live)",
         "",
         f"Command: `{' '.join(shlex.quote(a) for a in ['knockcam', 'live', '--bench'])}` "
@@ -108,9 +139,9 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
         "|---|---|",
         f"| frames through the whole loop (decode, gate, detection on still frames, tracker, engine, log) | "
         f"{stats.frames} frames in {stats.wall_s:.2f} s = **{stats.fps:.1f} frames/s** |",
-        f"| CPU time of this process for the whole loop (both cores count) | {cpu_s:.2f} s = "
-        f"{stats.frames / max(cpu_s, 1e-9):.1f} frames per CPU-second |",
-        f"| decode + motion gate only | {gate_only_fps:.1f} frames/s |",
+        f"| CPU time of this process for the whole loop (both cores count) | {played.cpu_s:.2f} s = "
+        f"{stats.frames / max(played.cpu_s, 1e-9):.1f} frames per CPU-second |",
+        f"| decode + motion gate only | {played.gate_only_fps:.1f} frames/s |",
         f"| motion gate alone (per frame, mean) | {1000 * stats.gate_s / max(stats.frames, 1):.2f} ms |",
         f"| still-board detections | {stats.observations} |",
         f"| detection per still frame (median / max) | {1000 * _pct(stats.detect_s, 50):.0f} ms / "
@@ -131,30 +162,30 @@ def run_bench(out: Path | None = Path("bench/live.md"), size: tuple[int, int] = 
         "(knockcam/data/live.yaml).",
         "",
     ]
-    if games:
-        g0 = time.perf_counter()
-        rows = game_accuracy(range(1, games + 1), model=model)
-        lines += [
-            "## Whole random games (accuracy of the game, not only of the detector)",
-            "",
-            f"{games} random games (`knockcam.live.bench.game_accuracy(range(1, {games + 1}))`): 4 sides, 4 tokens "
-            "a side, 4 rounds, every slide to a random spot at least 8 mm from a space line, a quarter of the "
-            "slides knocking another token (a third of those off the board), Go to Jail, Chance re-slides, "
-            "Railroad moves; rendered at 640x360 and played through the loop with the real detector. Nobody "
-            "answers: every question takes its default (no to 'did it go off the board?', the suggested "
-            f"Railroad move, ok at the review). {time.perf_counter() - g0:.0f} s in all.",
-            "",
-            "| seed | frames | still-board detections | rounds right | standings right | questions asked |",
-            "|---|---|---|---|---|---|",
-        ]
-        for r in rows:
-            lines.append(f"| {r['seed']} | {r['frames']} | {r['observations']} | {r['rounds_right']} / {r['rounds']} | "
-                         f"{'yes' if r['standings_right'] else 'NO'} | {', '.join(r['questions']) or '-'} |")
-        lines.append("")
-    report = "\n".join(lines)
-    if out is not None:
-        write_atomic(out, report)
-    return report
+
+
+def _games_lines(games: int, model) -> list[str]:
+    """The report's second part: whole random games through the loop, nobody answering."""
+    g0 = time.perf_counter()
+    rows = game_accuracy(range(1, games + 1), model=model)
+    lines = [
+        "## Whole random games (accuracy of the game, not only of the detector)",
+        "",
+        f"{games} random games (`knockcam.live.bench.game_accuracy(range(1, {games + 1}))`): 4 sides, 4 tokens "
+        "a side, 4 rounds, every slide to a random spot at least 8 mm from a space line, a quarter of the "
+        "slides knocking another token (a third of those off the board), Go to Jail, Chance re-slides, "
+        "Railroad moves; rendered at 640x360 and played through the loop with the real detector. Nobody "
+        "answers: every question takes its default (no to 'did it go off the board?', the suggested "
+        f"Railroad move, ok at the review). {time.perf_counter() - g0:.0f} s in all.",
+        "",
+        "| seed | frames | still-board detections | rounds right | standings right | questions asked |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(f"| {r['seed']} | {r['frames']} | {r['observations']} | {r['rounds_right']} / {r['rounds']} | "
+                     f"{'yes' if r['standings_right'] else 'NO'} | {', '.join(r['questions']) or '-'} |")
+    lines.append("")
+    return lines
 
 
 def _model_exists() -> bool:
