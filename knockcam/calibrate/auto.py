@@ -81,16 +81,43 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     the photo's edge, placed by its three other sides), with its estimated error."""
     h, w = colour.shape[:2]
     quad = seeds[0]
-    mm = board_corners_mm(board)
     try:
         edge_corners, n_points, line_fits = refine_sides(colour, quad, cfg, first_radius=max(4.0, 2.5 / scale), board=board)
     except KnockcamError:  # no clean edge on some side (an occluder, a table of the board's colour)
         edge_corners, n_points, line_fits = quad, 0, None
-    hom = homography_from_points(mm, edge_corners)
-    # the printed grid, registered from the refined outline and from the rough quadrilaterals (the
-    # registration can settle on a wrong nearby line), each on two renderings of the photo: grey,
-    # and the brightest channel, where ink stays dark but a coloured band beside a printed line
-    # turns light so that the line stays visible; the best-fitting registration is kept
+    hom = homography_from_points(board_corners_mm(board), edge_corners)
+    fits, line_fits = _registrations(colour, board, hom, seeds, line_fits, cfg, cut_seeds)
+    fit, gray = _chosen(fits, hom, line_fits, board, cfg)
+    if fit.score < float(cfg["grid_min_score"]):
+        if line_fits is None:  # neither the printed grid nor the board's edges
+            raise KnockcamError(*NOT_FOUND)
+        # the grid does not confirm the outline: the outline alone is no better than the distance
+        # to where the grid's registration went (a wrong quadrilateral, or an edge the grid disputes)
+        err = max(_edge_error_mm(line_fits, edge_corners, board, (w, h), cfg),
+                  _corner_apart_mm(hom, fit.homography, board))
+        best_fit = max(fits, key=lambda f: f[0].score)[0]
+        return Outline(corners_px=edge_corners, grid_score=float(best_score), runner_up=float(runner),
+                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score),
+                       registered_px=board_corners_px(best_fit.homography, board))
+    # another registration that fits about as well but puts the corners elsewhere is a doubt
+    floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
+    rivals = [(f, img) for f, img in fits
+              if f.score >= floor and _corner_apart_mm(fit.homography, f.homography, board) > 0.5
+              and not _edges_reject(f, fit, hom, line_fits, board, cfg)]
+    placed, bow, err = _placed_by_grid(colour, gray, fit, rivals, board, cfg)
+    return Outline(corners_px=board_corners_px(placed, board), grid_score=float(best_score),
+                   runner_up=float(runner), edge_points=n_points, error_mm=err, placed_by="grid",
+                   grid_fit=float(fit.score), bow_mm=bow)
+
+
+def _registrations(colour: np.ndarray, board: Board, hom: np.ndarray, seeds: list[np.ndarray], line_fits,
+                   cfg: dict, cut_seeds: list[np.ndarray]) -> tuple[list, object]:
+    """The printed grid registered from the refined outline (``hom``) and from the rough quadrilaterals
+    (``seeds``: the registration can settle on a wrong nearby line), each on two renderings of the photo: grey,
+    and the brightest channel, where ink stays dark but a coloured band beside a printed line turns light so
+    that the line stays visible. With them, registrations of a board cut by the photo's edge and a row along
+    (``_cut_by_the_edge``, ``_a_row_along``). Returns (fit, image) pairs and the side lines to judge them by."""
+    mm = board_corners_mm(board)
     starts = [(hom, tuple(float(r) for r in cfg["grid_radii"]))]
     starts += [(homography_from_points(mm, q), tuple(float(r) for r in cfg["grid_search_radii"])) for q in seeds]
     images = (cv2.cvtColor(colour, cv2.COLOR_BGR2GRAY), np.ascontiguousarray(colour.max(axis=2)))
@@ -104,30 +131,27 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
                          float(cfg["grid_rival_margin"]))
     if along:
         fits, line_fits = _cut_by_the_edge(fits + along, images[0], ridges[0], hom, line_fits, board, cfg)
+    return fits, line_fits
+
+
+def _chosen(fits: list, hom: np.ndarray, line_fits, board: Board, cfg: dict) -> tuple:
+    """The best-fitting registration (and its image), unless the board's edges (``line_fits``, the refined
+    outline ``hom``) put it several mm away while another fits about as well and agrees with them (motion
+    blur: the lines along the blur fit one line off)."""
     fit, gray = max(fits, key=lambda f: f[0].score)
-    best_fit = fit
     if line_fits is not None:
-        # a registration that fits about as well and that the board's own edges agree with is preferred
-        # over one they put several mm away (motion blur: the lines along the blur fit one line off)
         close = [(f, img) for f, img in fits if f.score >= fit.score - float(cfg["edge_choice_margin"])]
         nearest = min(close, key=lambda f: _corner_apart_mm(hom, f[0].homography, board))
         if _edges_reject(fit, nearest[0], hom, line_fits, board, cfg):
             fit, gray = nearest
-    if fit.score < float(cfg["grid_min_score"]):
-        if line_fits is None:  # neither the printed grid nor the board's edges
-            raise KnockcamError(*NOT_FOUND)
-        # the grid does not confirm the outline: the outline alone is no better than the distance
-        # to where the grid's registration went (a wrong quadrilateral, or an edge the grid disputes)
-        err = max(_edge_error_mm(line_fits, edge_corners, board, (w, h), cfg),
-                  _corner_apart_mm(hom, fit.homography, board))
-        return Outline(corners_px=edge_corners, grid_score=float(best_score), runner_up=float(runner),
-                       edge_points=n_points, error_mm=err, placed_by="edges", grid_fit=float(fit.score),
-                       registered_px=board_corners_px(best_fit.homography, board))
-    # another registration that fits about as well but puts the corners elsewhere is a doubt
-    floor = max(float(cfg["grid_rival_score"]), fit.score - float(cfg["grid_rival_margin"]))
-    rivals = [(f, img) for f, img in fits
-              if f.score >= floor and _corner_apart_mm(fit.homography, f.homography, board) > 0.5
-              and not _edges_reject(f, fit, hom, line_fits, board, cfg)]
+    return fit, gray
+
+
+def _placed_by_grid(colour: np.ndarray, gray: np.ndarray, fit, rivals: list, board: Board,
+                    cfg: dict) -> tuple[np.ndarray, tuple[float, float], float]:
+    """The board as the printed grid places it from ``fit`` (registered on ``gray``): its homography, its hump
+    (along, across mm) and the estimated error at its worst corner (mm)."""
+    h, w = colour.shape[:2]
     # a board that does not lie flat bends its printed lines (a hump along it, zero at the corners)
     # and no flat fit follows them: when the lines show a hump, it is fitted too
     hump = hump_mm(gray, fit.homography, board)
@@ -156,10 +180,7 @@ def _place(colour: np.ndarray, board: Board, seeds: list[np.ndarray], best_score
     # ambiguity, and never less than how far the rival registrations put the corners
     err = max([err, corner_uncertainty_mm(placed, board, float(cfg["grid_ambiguity_px"]), samples=100)]
               + [_corner_apart_mm(placed, other, board) for other in others])
-    corners = board_corners_px(placed, board)
-    return Outline(corners_px=corners, grid_score=float(best_score), runner_up=float(runner),
-                   edge_points=n_points, error_mm=err, placed_by="grid", grid_fit=float(fit.score),
-                   bow_mm=bow)
+    return placed, bow, err
 
 
 def _a_row_along(fits: list, images, ridges, board: Board, radii, margin: float) -> list:
