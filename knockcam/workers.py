@@ -1,11 +1,14 @@
 """Worker processes for work that runs on one core at a time (the automatic calibration): how many CPUs there
-are, a pool of spawned workers that leave Ctrl-C to the main process, and calls run in them in order."""
+are, a pool of spawned workers that leave Ctrl-C to the main process (and end with it), and calls run in them in
+order."""
 
 from __future__ import annotations
 
 import multiprocessing
 import os
 import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from typing import Callable, Iterator, Sequence
 
@@ -32,6 +35,35 @@ def stop_workers() -> None:
     """Ends every worker process at once (a second Ctrl-C, or a run given up): what they were doing is lost."""
     for worker in multiprocessing.active_children():
         worker.terminate()
+
+
+class FirstCtrlC:
+    """Within it, a first Ctrl-C only sets ``pressed``: the caller stops where it chooses, so that no work is
+    handed to a worker and then forgotten (a KeyboardInterrupt can land between the two). A second Ctrl-C raises
+    KeyboardInterrupt at once. Outside the main thread, where Python takes no signal handler, Ctrl-C is as
+    usual."""
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._installed = False
+        self._previous = None
+
+    def __enter__(self) -> "FirstCtrlC":
+        try:
+            self._previous = signal.signal(signal.SIGINT, self._press)
+            self._installed = True
+        except ValueError:  # not the main thread
+            pass
+        return self
+
+    def _press(self, signum, frame) -> None:
+        if self.pressed:
+            raise KeyboardInterrupt
+        self.pressed = True
+
+    def __exit__(self, *exc) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
 
 
 def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | None = None) -> Iterator:
@@ -64,5 +96,14 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
 
 def _start(initializer: Callable | None, initargs: tuple) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if initializer is not None:
         initializer(*initargs)
+
+
+def _exit_with_parent(parent: int) -> None:
+    """A worker whose main process is gone (killed outright, with no chance to stop its workers) ends too,
+    instead of waiting for work forever with the models it loaded."""
+    while os.getppid() == parent:
+        time.sleep(1.0)
+    os._exit(1)

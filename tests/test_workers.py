@@ -1,15 +1,18 @@
-"""Worker processes: calls run in them in order, and stopped at once by Ctrl-C."""
+"""Worker processes: calls run in them in order, stopped at once by Ctrl-C, ended with their main process."""
 
 import multiprocessing
 import operator
 import os
 import signal
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from knockcam.errors import KnockcamError
-from knockcam.workers import in_workers
+from knockcam.workers import FirstCtrlC, in_workers
 
 
 def test_calls_come_back_in_their_order_a_block_at_a_time_or_all_at_once():
@@ -47,3 +50,51 @@ def test_a_worker_that_dies_is_one_line_that_says_what_to_do():
                                             "--workers 1"):
         list(in_workers(os._exit, [(1,)], 1))
     assert _no_workers_left(within_s=2)
+
+
+def _signal_self_and_wait() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)  # Python runs the handler between two steps of this thread
+
+
+def test_a_first_ctrl_c_is_noted_and_a_second_stops_at_once():
+    before = signal.getsignal(signal.SIGINT)
+    with FirstCtrlC() as ctrl_c:
+        assert not ctrl_c.pressed
+        _signal_self_and_wait()
+        assert ctrl_c.pressed  # and no KeyboardInterrupt
+        with pytest.raises(KeyboardInterrupt):
+            _signal_self_and_wait()
+    assert signal.getsignal(signal.SIGINT) is before
+
+
+def _running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie, ended but not yet reaped, does not)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the processes' states in /proc")
+def test_workers_end_with_a_main_process_killed_outright(tmp_path):
+    """A main process killed (SIGKILL: it cannot stop its workers) leaves no worker waiting for work forever."""
+    script = tmp_path / "main.py"
+    script.write_text("import os, time\n"
+                      "from knockcam.workers import spawned_pool\n"
+                      "if __name__ == '__main__':\n"
+                      "    pool = spawned_pool(2)\n"
+                      "    print(*{pool.submit(os.getpid).result() for _ in range(4)}, flush=True)\n"
+                      "    time.sleep(60)\n")
+    main = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
+    workers = [int(pid) for pid in main.stdout.readline().split()]
+    assert workers and all(_running(pid) for pid in workers)
+    main.kill()
+    main.wait()
+    deadline = time.monotonic() + 10
+    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in workers if _running(pid)]
+    for pid in left:  # not to leave them behind the test run
+        os.kill(pid, signal.SIGKILL)
+    assert not left

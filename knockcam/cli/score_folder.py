@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from knockcam.cli.score import options_from
 from knockcam.errors import KnockcamError
-from knockcam.workers import available_cpus, spawned_pool, stop_workers
+from knockcam.workers import FirstCtrlC, available_cpus, spawned_pool, stop_workers
 
 if TYPE_CHECKING:
     from knockcam.pipeline import ScoreOptions, Scorer
@@ -143,13 +143,16 @@ def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, co
 
 def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", workers: int, console, keep) -> list[int]:
     """``_score_all`` in worker processes, each given a photo only when it is free (so Ctrl-C has none queued to
-    wait for); returns the photos left to score here (none, unless the workers died)."""
+    wait for); returns the photos left to score here (none, unless the workers died). A first Ctrl-C is read
+    between photos (``FirstCtrlC``): one landing while a photo is handed to a worker would otherwise leave it
+    scored there but not in the summary."""
     from concurrent.futures import FIRST_COMPLETED, wait
     from concurrent.futures.process import BrokenProcessPool
 
     waiting = list(range(len(jobs)))[::-1]
     running: dict = {}
     pool = spawned_pool(workers, _start_worker, (options,))
+    ctrl_c = FirstCtrlC()
 
     def collect(finished) -> None:
         for future in finished:
@@ -157,27 +160,32 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
             keep(running.pop(future), record)
 
     try:
-        while waiting or running:
-            while waiting and len(running) < workers:
-                index = waiting.pop()
-                running[pool.submit(_score_in_worker, *jobs[index])] = index
-            collect(wait(running, return_when=FIRST_COMPLETED)[0])
+        with ctrl_c:
+            told = False
+            while running or (waiting and not ctrl_c.pressed):
+                while waiting and len(running) < workers and not ctrl_c.pressed:
+                    index = waiting.pop()
+                    running[pool.submit(_score_in_worker, *jobs[index])] = index
+                if ctrl_c.pressed and not told:
+                    console.print(f"stopping: finishing the {len(running)} photos being scored (Ctrl-C again stops "
+                                  "them at once)", style="yellow", markup=False, highlight=False, soft_wrap=True)
+                    told = True
+                collect(wait(running, timeout=0.2, return_when=FIRST_COMPLETED)[0])
     except BrokenProcessPool:
+        if ctrl_c.pressed:  # while the photos being scored were finished after a Ctrl-C: none is scored here
+            raise KeyboardInterrupt from None
         left = sorted(waiting + list(running.values()))
         console.print(f"the worker processes stopped (out of memory?): the {len(left)} photos left are scored here, "
                       "one after another (--workers 1 does that from the start)", style="yellow", markup=False,
                       highlight=False, soft_wrap=True)
         return left
-    except KeyboardInterrupt:
-        console.print(f"stopping: finishing the {len(running)} photos being scored (Ctrl-C again stops them at once)",
-                      style="yellow", markup=False, highlight=False, soft_wrap=True)
-        try:
-            collect(wait(running)[0])
-        except (KeyboardInterrupt, BrokenProcessPool):
-            stop_workers()
+    except KeyboardInterrupt:  # a second Ctrl-C: the photos being scored are lost
+        stop_workers()
         raise
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
+    if ctrl_c.pressed:  # the photos being scored were finished; those waiting were not started
+        raise KeyboardInterrupt
     return []
 
 

@@ -191,6 +191,39 @@ def test_ctrl_c_with_workers_finishes_the_photos_being_scored(tmp_path):
     assert not [p for p in out.rglob("*") if p.name.endswith(".tmp")]
 
 
+@POSIX
+def test_ctrl_c_just_as_a_photo_is_handed_to_a_worker_loses_no_photo(tmp_path, monkeypatch, capfd):
+    """A Ctrl-C landing between a photo's hand-over to a worker and its bookkeeping: that photo is still
+    finished and in the summary with its evidence, and no other is started (before, it was scored by the
+    worker but marked 'stopped')."""
+    from knockcam.cli import score_folder
+
+    night = _night(tmp_path / "night", {f"p{i:02d}.jpg": "all_16_tokens" for i in range(4)})
+    out = tmp_path / "scores"
+    real_pool = score_folder.spawned_pool
+
+    def interrupted_pool(*args):
+        pool = real_pool(*args)
+        submit = pool.submit
+
+        def submit_then_ctrl_c(*call):
+            future = submit(*call)
+            os.kill(os.getpid(), signal.SIGINT)  # taken before the caller has noted the photo as running
+            return future
+
+        pool.submit = submit_then_ctrl_c
+        return pool
+
+    monkeypatch.setattr(score_folder, "spawned_pool", interrupted_pool)
+    code = main(["score", str(night), "--out", str(out), "--workers", "2"])
+    err = capfd.readouterr().err
+    assert code == 130, err
+    assert "stopping: finishing the 1 photos being scored" in err and "Traceback" not in err
+    rows = list(csv.DictReader((out / "summary.csv").open()))
+    assert [r["status"] for r in rows] == ["ok", "stopped", "stopped", "stopped"]
+    assert [p.name for p in (out / "evidence").iterdir()] == ["p00.png"]
+
+
 def _workers_of(pid: int) -> list[int]:
     """The worker processes the process ``pid`` spawned (their command line runs multiprocessing's spawn_main)."""
     found = []
