@@ -55,7 +55,6 @@ def run(args: argparse.Namespace) -> int:
     from knockcam.files import check_writable, write_atomic
     from knockcam.board import load_board
     from knockcam.detect import AUTO, load_model
-    from knockcam.detect.model import default_model_path
     from knockcam.errors import KnockcamError
 
     if args.photos is not None:
@@ -72,23 +71,7 @@ def run(args: argparse.Namespace) -> int:
     model = load_model(args.model if args.model else AUTO)
     if args.speed:
         return _speed(board, model, args.out)
-    if model is None:
-        note = (f"missing ({default_model_path()} not found): only the reference-frame detector was run; "
-                "'without a reference frame' needs the learned model")
-    else:
-        note = f"{model.path}"
-    from knockcam.detect import cover, fallen, refine, verify
-
-    refiners = [("base refiner" + (f" {n}" if n > 1 else ""), path) for n, path in enumerate(refine.default_paths(), 1)]
-    for what, path in (("fallen-token classifier", fallen.default_path()),
-                       ("fallen-token classifier for photo pairs", fallen.pair_path()),
-                       ("token verifier", verify.default_path()),
-                       ("token verifier of a photo alone", verify.alone_path()), *refiners,
-                       ("base refiner of a photo alone", refine.alone_path()),
-                       ("fallen-token placer", fallen.placer_path()),
-                       ("fallen-token placer for photo pairs", fallen.pair_placer_path()),
-                       ("cover network (what covers the board)", cover.path())):
-        note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
+    note = _models_used(model)
     console = Console(stderr=True)
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}"
                                   + (" --given-only" if args.given_only else "")
@@ -114,14 +97,42 @@ def run(args: argparse.Namespace) -> int:
     write_atomic(args.out, text.encode("utf-8"))
     write_failures()
     if args.json:
-        print(json.dumps([{"name": t.name, "tokens": t.tokens, "right": t.right, "flagged": t.flagged,
-                           "unflagged": t.unflagged, "unflagged_right": t.unflagged_right, "missed": t.missed,
-                           "false_detections": t.false_detections, "scenes": t.scenes,
-                           "scenes_exact": t.scenes_exact, "scenes_sound": t.scenes_sound} for t in tallies], indent=2))
+        print(json.dumps([_tally_dict(t) for t in tallies], indent=2))
     else:
         Console().print(text)
     console.print(f"wrote {args.out}" + (f" and {failures_path} ({len(failures)} failures)" if failures_path else ""))
     return 0
+
+
+def _models_used(model) -> str:
+    """The results file's 'Learned model' line: the token model and every network beside it, or which are
+    missing (the file says what was measured with what)."""
+    from knockcam.detect import cover, fallen, refine, verify
+    from knockcam.detect.model import default_model_path
+
+    if model is None:
+        note = (f"missing ({default_model_path()} not found): only the reference-frame detector was run; "
+                "'without a reference frame' needs the learned model")
+    else:
+        note = f"{model.path}"
+    refiners = [("base refiner" + (f" {n}" if n > 1 else ""), path) for n, path in enumerate(refine.default_paths(), 1)]
+    for what, path in (("fallen-token classifier", fallen.default_path()),
+                       ("fallen-token classifier for photo pairs", fallen.pair_path()),
+                       ("token verifier", verify.default_path()),
+                       ("token verifier of a photo alone", verify.alone_path()), *refiners,
+                       ("base refiner of a photo alone", refine.alone_path()),
+                       ("fallen-token placer", fallen.placer_path()),
+                       ("fallen-token placer for photo pairs", fallen.pair_placer_path()),
+                       ("cover network (what covers the board)", cover.path())):
+        note += f"; {what}: {path if path.is_file() else 'none (' + str(path) + ' not found)'}"
+    return note
+
+
+def _tally_dict(t) -> dict:
+    """One configuration's counts, as --json prints them."""
+    return {"name": t.name, "tokens": t.tokens, "right": t.right, "flagged": t.flagged, "unflagged": t.unflagged,
+            "unflagged_right": t.unflagged_right, "missed": t.missed, "false_detections": t.false_detections,
+            "scenes": t.scenes, "scenes_exact": t.scenes_exact, "scenes_sound": t.scenes_sound}
 
 
 def _speed(board, model, results: str) -> int:
