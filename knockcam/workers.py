@@ -62,8 +62,8 @@ class FirstCtrlC:
         self.pressed = True
 
     def __exit__(self, *exc) -> None:
-        if self._installed:
-            signal.signal(signal.SIGINT, self._previous)
+        if self._installed:  # None: the handler before was not set from Python
+            signal.signal(signal.SIGINT, signal.SIG_DFL if self._previous is None else self._previous)
 
 
 def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | None = None) -> Iterator:
