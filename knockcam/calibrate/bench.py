@@ -327,11 +327,29 @@ def speed_text(speed: dict[str, float]) -> str:
 def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
            speed: dict[str, float] | None = None, workers: int = 1) -> str:
     """The results file (markdown); ``workers``: how many processes calibrated side by side."""
-    from knockcam import settings
+    rows, gated = _error_rows(results)
+    lines = [*_header(n, seconds, held_out, speed, workers), *rows, ""]
+    lines += [
+        "What `calibrate()` does with them: it stops (\"error over the limit\") when a calibration reports more than "
+        f"{error_limit():g} mm (knockcam/data/calibrate.yaml). "
+        "Kept = reported error within that limit; 'bad kept' = kept although a true corner is more than 3 mm off "
+        "(the reported error was too low); 'good refused' = refused although every corner is within 3 mm. "
+        "A row 'offers of --max-error accepted' keeps also the calibrations refused with an offer to accept them "
+        "(docs/calibration.md, \"Accepting a larger error\").",
+        "",
+        "| method | kept | median mm (kept) | worst mm (kept) | bad kept | refused | good refused |",
+        "|---|---|---|---|---|---|---|",
+        *gated,
+        "",
+        _notes(),
+    ]
+    return "\n".join(lines) + "\n"
 
-    asked = "x".join(str(int(v)) for v in settings.load("live")["camera"]["frame_size"])  # what live asks a webcam for
+
+def _header(n: int, seconds: float, held_out: int, speed: dict[str, float] | None, workers: int) -> list[str]:
+    """The results file's title, how it was made, and what its error figures mean, up to the error table's head."""
     side_by_side = workers > 1
-    lines = [
+    return [
         "# Calibration benchmark",
         "",
         f"Made by: `knockcam calibrate bench --scenes {n} --held-out {held_out}"
@@ -353,38 +371,37 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
         "| median reported mm | s / image |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    gated = []
+
+
+def _error_rows(results: dict[str, dict]) -> tuple[list[str], list[str]]:
+    """Each method's row of the error table, and its rows of the table of what the limit keeps (with a row for
+    accepting the --max-error its refusals offer, where they offer one)."""
+    rows, gated = [], []
     for name, r in results.items():
         total = len(r["errors"]) + r["failed"]
-        if r["errors"]:
-            e = np.concatenate(r["errors"])
-            worst_per_scene = np.array([x.max() for x in r["errors"]])
-            on = np.concatenate(r["board"])
-            lines.append(f"| {name} | {total} | {r['failed']} | {np.median(e):.2f} | {np.percentile(e, 90):.2f} | "
-                         f"{e.max():.2f} | {np.mean(worst_per_scene > 3):.0%} | {np.median(on):.2f} / {on.max():.2f} | "
-                         f"{np.nanmedian(r['reported']):.2f} | {np.median(r['seconds']):.2f} |")
-            gated.append(_gate_row(name, r))
-            reported = np.asarray(r["reported"], np.float64)
-            offered = np.asarray(r.get("offered") or [False] * len(reported), bool) & (reported > error_limit())
-            if offered.any():  # what accepting every --max-error the refusals offer keeps
-                gated.append(_gate_row(f"{name}, {int(offered.sum())} offers of --max-error accepted", r, offered))
-        else:
-            lines.append(f"| {name} | {total} | {r['failed']} | - | - | - | - | - | - | - |")
-    lines += [
-        "",
-        "What `calibrate()` does with them: it stops (\"error over the limit\") when a calibration reports more than "
-        f"{error_limit():g} mm (knockcam/data/calibrate.yaml). "
-        "Kept = reported error within that limit; 'bad kept' = kept although a true corner is more than 3 mm off "
-        "(the reported error was too low); 'good refused' = refused although every corner is within 3 mm. "
-        "A row 'offers of --max-error accepted' keeps also the calibrations refused with an offer to accept them "
-        "(docs/calibration.md, \"Accepting a larger error\").",
-        "",
-        "| method | kept | median mm (kept) | worst mm (kept) | bad kept | refused | good refused |",
-        "|---|---|---|---|---|---|---|",
-        *gated,
-    ]
-    lines += [
-        "",
+        if not r["errors"]:
+            rows.append(f"| {name} | {total} | {r['failed']} | - | - | - | - | - | - | - |")
+            continue
+        e = np.concatenate(r["errors"])
+        worst_per_scene = np.array([x.max() for x in r["errors"]])
+        on = np.concatenate(r["board"])
+        rows.append(f"| {name} | {total} | {r['failed']} | {np.median(e):.2f} | {np.percentile(e, 90):.2f} | "
+                    f"{e.max():.2f} | {np.mean(worst_per_scene > 3):.0%} | {np.median(on):.2f} / {on.max():.2f} | "
+                    f"{np.nanmedian(r['reported']):.2f} | {np.median(r['seconds']):.2f} |")
+        gated.append(_gate_row(name, r))
+        reported = np.asarray(r["reported"], np.float64)
+        offered = np.asarray(r.get("offered") or [False] * len(reported), bool) & (reported > error_limit())
+        if offered.any():  # what accepting every --max-error the refusals offer keeps
+            gated.append(_gate_row(f"{name}, {int(offered.sum())} offers of --max-error accepted", r, offered))
+    return rows, gated
+
+
+def _notes() -> str:
+    """The results file's closing notes: what each row's photos are."""
+    from knockcam import settings
+
+    asked = "x".join(str(int(v)) for v in settings.load("live")["camera"]["frame_size"])  # what live asks a webcam for
+    return (
         "Notes: 'own scenes' are knockcam/calibrate/scene.py (random print styles, tables, distractor sheets, "
         "tokens, tilt 0-50 deg, no board thickness: the board and the marker cards in one plane, except in the "
         "thick-board markers row, where the cards lie on the table, the board's face a thickness drawn per scene "
@@ -403,9 +420,8 @@ def report(results: dict[str, dict], n: int, seconds: float, held_out: int = 0,
         "photo's other side, as in a phone's portrait photo (the renders are all landscape; none is a real photo). "
         "The held-out markers rows render the same run with synth.yaml's preset `markers`: the four cards on the "
         "table at the board's corners, the board's face its thickness above them, the camera drawn to frame the "
-        "cards too (so these are other photos, the board smaller in them, than the automatic rows').",
-    ]
-    return "\n".join(lines) + "\n"
+        "cards too (so these are other photos, the board smaller in them, than the automatic rows')."
+    )
 
 
 def _gate_row(name: str, r: dict, accepted: np.ndarray | None = None) -> str:
