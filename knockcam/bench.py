@@ -231,47 +231,19 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         tally.tokens += 1
         j = pairs.get(i)
         if j is None:
-            tally.count_confusion(t.side, MISSED)
-            under = t.state != "off_board" and (refused or (bool(hidden) and (t.space in covered
-                                                                           or near_hidden(t.xy_mm, hidden, reach))))
-            count_bands(tally, None, t.state == "off_board", flagged=under)
-            if t.state == "off_board":  # not seen and off the board: out, as the rules say (S2)
-                tally.right += 1
-                tally.unflagged += 1
-                tally.unflagged_right += 1
-            else:
-                tally.missed += 1
-                cause = miss_cause(t)
-                tally.missed_by_cause[cause] = tally.missed_by_cause.get(cause, 0) + 1
-                causes.add(REFUSED if refused else f"missed, {cause}")
-                failure(failure_record(REFUSED if refused else f"missed, {cause}", under, t, None))
-                if under:
-                    tally.flagged += 1
-                    reason = REFUSED if refused else HIDDEN
-                    tally.flag_reasons[reason] = tally.flag_reasons.get(reason, 0) + 1
-                else:
-                    tally.unflagged += 1
-                    sound = False
-            continue
-        p = found[j]
-        tally.count_confusion(t.side, p.token.side)
-        tally.errors_mm.append(float(np.hypot(p.token.xy_mm[0] - t.xy_mm[0], p.token.xy_mm[1] - t.xy_mm[1])))
-        right = p.token.side == t.side and p.space == t.space and (t.space is not None or p.state == t.state)
-        tally.unflagged_confusions += p.token.side != t.side and not p.ambiguous
-        count_bands(tally, p, right)
-        tally.right += right
-        if not right:
-            causes.add(_wrong_call(p, t, floor_mm))
-            failure(failure_record(_wrong_call(p, t, floor_mm), p.ambiguous, t, p))
-        if p.ambiguous:
-            tally.flagged += 1
-            for reason in set(p.flags) & set(FLAG_REASONS):
-                tally.flag_reasons[reason] = tally.flag_reasons.get(reason, 0) + 1
+            call = None
+            # the human is sent to look where it rests: a hidden area there, or the photo refused
+            looked_at = t.state != "off_board" and (refused or (bool(hidden) and (
+                t.space in covered or near_hidden(t.xy_mm, hidden, reach))))
+            cause = _score_missed(tally, t, looked_at, refused)
         else:
-            tally.unflagged += 1
-            tally.unflagged_right += right
-            if not right:
-                sound = False
+            call = found[j]
+            looked_at = call.ambiguous
+            cause = _score_found(tally, call, t, floor_mm)
+        if cause is not None:  # not right: a cause of the scene's, and unsound unless the human looks
+            causes.add(cause)
+            failure(failure_record(cause, looked_at, t, call))
+            sound &= looked_at
     for j, p in enumerate(found):
         if j in pairs.values():
             continue
@@ -279,8 +251,7 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         failure(failure_record(FALSE, p.ambiguous, None, p))
         if p.state != "off_board":
             causes.add(FALSE)
-            if not p.ambiguous:
-                sound = False
+            sound &= p.ambiguous
     tally.scenes += 1
     tally.scenes_exact += not causes
     tally.scenes_sound += sound
@@ -288,6 +259,46 @@ def score_scene(tally: Tally, found: list[Position], truth: tuple[TrueToken, ...
         counts = tally.scene_causes.setdefault(cause, [0, 0])
         counts[0] += 1
         counts[1] += len(causes) == 1
+
+
+def _score_missed(tally: Tally, t: TrueToken, under: bool, refused: bool) -> str | None:
+    """Count a true token no detection matched; its scene cause, None when that is right (off the board: out, as
+    the rules say, S2). ``under``: the human is sent to look where it rests (a hidden area or a refusal)."""
+    tally.count_confusion(t.side, MISSED)
+    count_bands(tally, None, t.state == "off_board", flagged=under)
+    if t.state == "off_board":
+        tally.right += 1
+        tally.unflagged += 1
+        tally.unflagged_right += 1
+        return None
+    tally.missed += 1
+    cause = miss_cause(t)
+    tally.missed_by_cause[cause] = tally.missed_by_cause.get(cause, 0) + 1
+    if under:
+        tally.flagged += 1
+        reason = REFUSED if refused else HIDDEN
+        tally.flag_reasons[reason] = tally.flag_reasons.get(reason, 0) + 1
+    else:
+        tally.unflagged += 1
+    return REFUSED if refused else f"missed, {cause}"
+
+
+def _score_found(tally: Tally, p: Position, t: TrueToken, floor_mm: float) -> str | None:
+    """Count a true token and the call matched to it; the scene cause when the call is wrong, else None."""
+    tally.count_confusion(t.side, p.token.side)
+    tally.errors_mm.append(float(np.hypot(p.token.xy_mm[0] - t.xy_mm[0], p.token.xy_mm[1] - t.xy_mm[1])))
+    right = p.token.side == t.side and p.space == t.space and (t.space is not None or p.state == t.state)
+    tally.unflagged_confusions += p.token.side != t.side and not p.ambiguous
+    count_bands(tally, p, right)
+    tally.right += right
+    if p.ambiguous:
+        tally.flagged += 1
+        for reason in set(p.flags) & set(FLAG_REASONS):
+            tally.flag_reasons[reason] = tally.flag_reasons.get(reason, 0) + 1
+    else:
+        tally.unflagged += 1
+        tally.unflagged_right += right
+    return None if right else _wrong_call(p, t, floor_mm)
 
 
 def failure_record(cause: str, flagged: bool, truth: TrueToken | None, call: Position | None) -> dict:
