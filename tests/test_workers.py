@@ -7,12 +7,12 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from knockcam.errors import KnockcamError
 from knockcam.workers import FirstCtrlC, in_workers
+from processes import HAS_PROC, running, still_running
 
 
 def test_calls_come_back_in_their_order_a_block_at_a_time_or_all_at_once():
@@ -68,15 +68,7 @@ def test_a_first_ctrl_c_is_noted_and_a_second_stops_at_once():
     assert signal.getsignal(signal.SIGINT) is before
 
 
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` still runs (a zombie, ended but not yet reaped, does not)."""
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    except (OSError, IndexError):
-        return False
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads the processes' states in /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="reads the processes' states in /proc")
 def test_workers_end_with_a_main_process_killed_outright(tmp_path):
     """A main process killed (SIGKILL: it cannot stop its workers) leaves no worker waiting for work forever."""
     script = tmp_path / "main.py"
@@ -88,13 +80,10 @@ def test_workers_end_with_a_main_process_killed_outright(tmp_path):
                       "    time.sleep(60)\n")
     main = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, text=True)
     workers = [int(pid) for pid in main.stdout.readline().split()]
-    assert workers and all(_running(pid) for pid in workers)
+    assert workers and all(running(pid) for pid in workers)
     main.kill()
     main.wait()
-    deadline = time.monotonic() + 10
-    while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [pid for pid in workers if _running(pid)]
+    left = still_running(workers, within_s=10)
     for pid in left:  # not to leave them behind the test run
         os.kill(pid, signal.SIGKILL)
     assert not left

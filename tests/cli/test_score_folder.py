@@ -17,6 +17,7 @@ import pytest
 
 from cli_run import knockcam
 from knockcam.cli import main
+from processes import HAS_PROC, children_of
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 POSIX = pytest.mark.skipif(os.name != "posix", reason="signals and /proc as on Linux")
@@ -224,22 +225,7 @@ def test_ctrl_c_just_as_a_photo_is_handed_to_a_worker_loses_no_photo(tmp_path, m
     assert [p.name for p in (out / "evidence").iterdir()] == ["p00.png"]
 
 
-def _workers_of(pid: int) -> list[int]:
-    """The worker processes the process ``pid`` spawned (their command line runs multiprocessing's spawn_main)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-                cmdline = (entry / "cmdline").read_bytes()
-            except (OSError, IndexError, ValueError):
-                continue
-            if ppid == pid and b"spawn_main" in cmdline:
-                found.append(int(entry.name))
-    return found
-
-
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the workers in /proc")
+@pytest.mark.skipif(not HAS_PROC, reason="finds the workers in /proc")
 def test_a_worker_killed_mid_folder_leaves_no_photo_unscored(tmp_path):
     """A worker killed (as the system kills one out of memory): the photos left are scored in the main process,
     said in one line, and every photo is in the summary, scored."""
@@ -247,7 +233,7 @@ def test_a_worker_killed_mid_folder_leaves_no_photo_unscored(tmp_path):
     out = tmp_path / "scores"
     process = _start(["score", night, "--out", out, "--workers", 2], tmp_path)
     _first_picture(out / "evidence", process)
-    os.kill(_workers_of(process.pid)[0], signal.SIGKILL)
+    os.kill(children_of(process.pid, b"spawn_main")[0], signal.SIGKILL)
     _, err = process.communicate(timeout=300)
     assert process.returncode == 0, err
     assert "the worker processes stopped (out of memory?)" in err and "Traceback" not in err
