@@ -517,30 +517,44 @@ def render(spec: SceneSpec, board: Board, static: np.ndarray | None = None, canv
     passes the same ``static`` and ``canvas`` for every frame.
     """
     canvas = canvas or canvas_for(spec.camera)
-    cam = canvas.camera
-    w, h = cam.image_size
     static = render_static(spec, board, canvas) if static is None else static
     meshes, centres = _posed_tokens(spec, board)
+    img, unshadowed = _lit(spec, board, static, canvas.camera, meshes)
+    ids, token_polys = _paint_objects(img, spec, meshes, centres, canvas.camera, unshadowed)
+
+    # lens distortion: resample the canvas as the lens sees it
+    covered = (ids == OCCLUDER_ID).astype(np.uint8)
+    if canvas.maps is not None:
+        img = cv2.remap(img, canvas.maps[0], canvas.maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
+        covered = cv2.remap(covered, canvas.maps[0], canvas.maps[1], cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
+    truths = _truths(spec, board, meshes, ids, token_polys, canvas) if compute_truth else ()
+    return Rendered(image=img, tokens=tuple(truths), spec=spec, covered=covered.astype(bool))
+
+
+def _shadow_px(verts: np.ndarray, ldir: np.ndarray, cam: Camera) -> np.ndarray:
+    """Where the light casts ``verts`` (mm) onto the board plane, in canvas pixels."""
+    on_plane = verts[:, :2] - (verts[:, 2:3] / max(ldir[2], 0.05)) * ldir[None, :2]
+    return cam.project(np.hstack([on_plane, np.zeros((len(verts), 1))]), distort=False)
+
+
+def _lit(spec: SceneSpec, board: Board, static: np.ndarray, cam: Camera, meshes) -> tuple[np.ndarray, np.ndarray]:
+    """The static scene under the light with the shadows the tokens and occluders cast (and the tokens'
+    contact shadows), worked on the board plane at half resolution; and the light field without the
+    shadows (half resolution), which lights each object as a whole."""
+    w, h = cam.image_size
     light = spec.light
     ldir = light.direction
-
-    # light and cast shadows (tokens and occluders) on the board plane, at half resolution
     hw, hh = w // 2, h // 2
     shadow = np.zeros((hh, hw), np.float32)
     contact = np.zeros((hh, hw), np.float32)
     for mesh, tok in zip(meshes, spec.tokens):
-        v = mesh.verts
-        on_plane = v[:, :2] - (v[:, 2:3] / max(ldir[2], 0.05)) * ldir[None, :2]
-        pts = cam.project(np.hstack([on_plane, np.zeros((len(v), 1))]), distort=False)
-        hull = cv2.convexHull(np.round(pts * 8).astype(np.int32))
+        hull = cv2.convexHull(np.round(_shadow_px(mesh.verts, ldir, cam) * 8).astype(np.int32))
         cv2.fillConvexPoly(shadow, hull, 1.0, cv2.LINE_AA, shift=4)
         ring = cam.project(_ring(tok, board, 1.06), distort=False)
         cv2.fillConvexPoly(contact, np.round(ring * 8).astype(np.int32), 1.0, cv2.LINE_AA, shift=4)
     for o in spec.occluders:
         for solid in o.solids:
-            v = solid.mesh.verts
-            on_plane = v[:, :2] - (v[:, 2:3] / max(ldir[2], 0.05)) * ldir[None, :2]
-            pts = cam.project(np.hstack([on_plane, np.zeros((len(v), 1))]), distort=False)
+            pts = _shadow_px(solid.mesh.verts, ldir, cam)
             if np.isfinite(pts).all() and np.abs(pts).max() < 1e5:
                 cv2.fillConvexPoly(shadow, cv2.convexHull(np.round(pts * 8).astype(np.int32)), 1.0, cv2.LINE_AA, shift=4)
     light_field = illumination(spec, (hw, hh))
@@ -550,11 +564,18 @@ def render(spec: SceneSpec, board: Board, static: np.ndarray | None = None, canv
         contact = cv2.GaussianBlur(contact, (0, 0), 0.8)
         light_field *= 1 - np.maximum(shadow * light.shadow_strength, contact * 0.55)
     field = cv2.resize(light_field, (w, h), interpolation=cv2.INTER_LINEAR)
-    img = cv2.multiply(static, cv2.merge([field, field, field]), dtype=cv2.CV_8U)
+    return cv2.multiply(static, cv2.merge([field, field, field]), dtype=cv2.CV_8U), unshadowed
 
-    # tokens and solid occluders, object by object from far to near; hands hover above everything
+
+def _paint_objects(img: np.ndarray, spec: SceneSpec, meshes, centres, cam: Camera,
+                   unshadowed: np.ndarray) -> tuple[np.ndarray, list]:
+    """Tokens and solid occluders painted into ``img``, object by object from far to near (hands hover above
+    everything), each lit by the light field where it stands. Returns the id buffer (token index + 1, or
+    OCCLUDER_ID) and each token's painted polygons."""
+    w, h = cam.image_size
+    hw, hh = w // 2, h // 2
     ids = np.zeros((h, w), np.uint8)
-    objects = []  # (depth, layer, ident, solid)
+    objects = []  # (ident, solid, anchor, layer)
     for idx, (mesh, tok, centre) in enumerate(zip(meshes, spec.tokens, centres)):
         objects.append((idx + 1, Solid(mesh=mesh, colour=tok.colour, shine=tok.shine), centre, 0))
     for o in spec.occluders:
@@ -568,40 +589,38 @@ def render(spec: SceneSpec, board: Board, static: np.ndarray | None = None, canv
             ident, solid, anchor, _ = objects[i]
             apx = cam.project(anchor[None, :], distort=False)[0]
             lit = float(unshadowed[int(np.clip(apx[1] / 2, 0, hh - 1)), int(np.clip(apx[0] / 2, 0, hw - 1))])
-            polys = _paint(img, ids, int(ident), solid, cam, light, lit)
+            polys = _paint(img, ids, int(ident), solid, cam, spec.light, lit)
             if ident != OCCLUDER_ID:
                 token_polys[ident - 1] = polys
+    return ids, token_polys
 
-    # lens distortion: resample the canvas as the lens sees it
-    covered = (ids == OCCLUDER_ID).astype(np.uint8)
-    if canvas.maps is not None:
-        img = cv2.remap(img, canvas.maps[0], canvas.maps[1], cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)
-        covered = cv2.remap(covered, canvas.maps[0], canvas.maps[1], cv2.INTER_NEAREST, borderMode=cv2.BORDER_REPLICATE)
 
+def _truths(spec: SceneSpec, board: Board, meshes, ids: np.ndarray, token_polys: list,
+            canvas: Canvas) -> list[TokenTruth]:
+    """Each token's truth: where its base rests (space, coverage, margin), its box and base in the photo, and
+    how much of it is in view (its pixels left uncovered and inside the photo, over its whole silhouette)."""
+    shown = ids if canvas.footprint is None else ids[canvas.footprint]
+    counts = np.bincount(shown.ravel(), minlength=256)
+    rests = resting_all(board, [tok.xy_mm for tok in spec.tokens])
     truths = []
-    if compute_truth:
-        # visible fraction: token pixels left uncovered and inside the photo, over its whole silhouette
-        shown = ids if canvas.footprint is None else ids[canvas.footprint]
-        counts = np.bincount(shown.ravel(), minlength=256)
-        rests = resting_all(board, [tok.xy_mm for tok in spec.tokens])
-        for idx, (mesh, centre, tok) in enumerate(zip(meshes, centres, spec.tokens)):
-            full = _silhouette_area(token_polys[idx])
-            base3d = base_point(spec, board, tok.xy_mm)
-            xy_px = spec.camera.project(base3d[None, :])[0]
-            vp = spec.camera.project(mesh.verts)
-            pw, ph = spec.camera.image_size
-            x0, y0 = np.clip(vp.min(axis=0), 0, [pw, ph])
-            x1, y1 = np.clip(vp.max(axis=0), 0, [pw, ph])
-            bbox = (float(x0), float(y0), float(x1), float(y1)) if x1 > x0 and y1 > y0 else (0.0, 0.0, 0.0, 0.0)
-            rest = rests[idx]
-            vis = min(1.0, counts[idx + 1] / full) if full > 0 else 0.0
-            truths.append(TokenTruth(side=tok.side, shape=tok.shape, xy_mm=(float(tok.xy_mm[0]), float(tok.xy_mm[1])),
-                                     xy_px=(float(xy_px[0]), float(xy_px[1])), bbox_px=bbox, space=rest.space,
-                                     coverage=rest.coverage, coverages=rest.coverages, margin_mm=rest.margin_mm,
-                                     visible=float(vis), fallen=tok.fallen, state=rest.state,
-                                     runner_up=rest.runner_up, runner_up_share=rest.runner_up_share,
-                                     z_mm=float(base3d[2]), lies_to_mm=_lies_to(tok, board)))
-    return Rendered(image=img, tokens=tuple(truths), spec=spec, covered=covered.astype(bool))
+    for idx, (mesh, tok) in enumerate(zip(meshes, spec.tokens)):
+        full = _silhouette_area(token_polys[idx])
+        base3d = base_point(spec, board, tok.xy_mm)
+        xy_px = spec.camera.project(base3d[None, :])[0]
+        vp = spec.camera.project(mesh.verts)
+        pw, ph = spec.camera.image_size
+        x0, y0 = np.clip(vp.min(axis=0), 0, [pw, ph])
+        x1, y1 = np.clip(vp.max(axis=0), 0, [pw, ph])
+        bbox = (float(x0), float(y0), float(x1), float(y1)) if x1 > x0 and y1 > y0 else (0.0, 0.0, 0.0, 0.0)
+        rest = rests[idx]
+        vis = min(1.0, counts[idx + 1] / full) if full > 0 else 0.0
+        truths.append(TokenTruth(side=tok.side, shape=tok.shape, xy_mm=(float(tok.xy_mm[0]), float(tok.xy_mm[1])),
+                                 xy_px=(float(xy_px[0]), float(xy_px[1])), bbox_px=bbox, space=rest.space,
+                                 coverage=rest.coverage, coverages=rest.coverages, margin_mm=rest.margin_mm,
+                                 visible=float(vis), fallen=tok.fallen, state=rest.state,
+                                 runner_up=rest.runner_up, runner_up_share=rest.runner_up_share,
+                                 z_mm=float(base3d[2]), lies_to_mm=_lies_to(tok, board)))
+    return truths
 
 
 OCCLUDER_ID = 255  # id-buffer value of anything that is not a token
