@@ -109,19 +109,36 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
 
     Returns (point, unit direction, residual std, number of points, spread along the side) or None.
     """
-    h, w = img.shape[:2]
     d = q - p
     length = np.linalg.norm(d)
     if length < 10:
         return None
     u = d / length
     nrm = np.array([-u[1], u[0]])  # outward for an anticlockwise-on-screen quad (image y down)
-    t = np.linspace(0.06, 0.94, samples)
     step = 0.25
     if face_px_per_mm > 0:  # see both the table's edge and the top surface's, a thickness apart
         radius = max(radius, float((cfg or {}).get("thickness_mm", (1.0, 7.0))[1]) * face_px_per_mm + 1.5)
     offs = np.arange(-radius, radius + step / 2, step)
-    base = p[None, :] + t[:, None] * d[None, :]
+    base = p[None, :] + np.linspace(0.06, 0.94, samples)[:, None] * d[None, :]
+    mag, valid = _edge_profiles(img, base, offs, nrm, step)
+    fewest = max(8, samples // 5)
+    if valid.sum() < fewest:
+        return None
+    chosen = _board_edge(np.median(mag[valid], axis=0), offs, face_px_per_mm, cfg)
+    if chosen is None:
+        return None
+    pts = _edge_points(mag, valid, base, offs, nrm, chosen, step)
+    if len(pts) < fewest:
+        return None
+    return _robust_line(np.array(pts), fewest)
+
+
+def _edge_profiles(img: np.ndarray, base: np.ndarray, offs: np.ndarray, nrm: np.ndarray,
+                   step: float) -> tuple[np.ndarray, np.ndarray]:
+    """The colour gradient's magnitude along profiles across the side (one per point of ``base``, at
+    ``offs`` px along ``nrm``, ``step`` px apart), and which profiles count: inside the image and with an
+    edge on them."""
+    h, w = img.shape[:2]
     xs = (base[:, None, 0] + offs[None, :] * nrm[0]).astype(np.float32)
     ys = (base[:, None, 1] + offs[None, :] * nrm[1]).astype(np.float32)
     prof = cv2.remap(img, xs, ys, cv2.INTER_LINEAR, borderMode=cv2.BORDER_REPLICATE)  # (samples, m, 3)
@@ -129,11 +146,13 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
     mag = np.sqrt((deriv**2).sum(axis=2))
     valid = (xs.min(1) >= 1) & (xs.max(1) <= w - 2) & (ys.min(1) >= 1) & (ys.max(1) <= h - 2)
     valid &= mag.max(axis=1) >= 6.0
-    if valid.sum() < max(8, samples // 5):
-        return None
-    # which edge across the side is the board's: decided on the profile averaged along the side,
-    # where a faint but straight edge (board against a table of nearly its colour) stands out
-    avg = np.median(mag[valid], axis=0)
+    return mag, valid
+
+
+def _board_edge(avg: np.ndarray, offs: np.ndarray, face_px_per_mm: float, cfg: dict | None) -> int | None:
+    """Which edge across the side is the board's (an index of ``offs``), decided on the profile averaged along
+    the side (``avg``), where a faint but straight edge (board against a table of nearly its colour) stands
+    out; None where the profile has no peak."""
     inner = np.flatnonzero((avg[1:-1] >= avg[:-2]) & (avg[1:-1] > avg[2:])) + 1
     if len(inner) == 0:
         return None
@@ -148,10 +167,16 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
             gap = (offs[strong[-1]] - offs[strong[-2]])
             if lo_mm * face_px_per_mm * 0.6 <= gap <= hi_mm * face_px_per_mm * 1.3 + 0.5:
                 chosen = strong[-2]
-    elif _PEAK == "innermost":
-        chosen = strong[0]
-    else:
-        chosen = inner[int(np.argmax(avg[inner]))]
+        return chosen
+    if _PEAK == "innermost":
+        return strong[0]
+    return inner[int(np.argmax(avg[inner]))]
+
+
+def _edge_points(mag: np.ndarray, valid: np.ndarray, base: np.ndarray, offs: np.ndarray, nrm: np.ndarray,
+                 chosen: int, step: float) -> list[np.ndarray]:
+    """On each valid profile, the strongest gradient within a pixel of the board's edge (``chosen``), placed
+    to a fraction of a step by a parabola through it and its neighbours: points (px) along the edge."""
     window = int(round(1.0 / step))
     lo, hi = max(1, chosen - window), min(len(offs) - 2, chosen + window)
     pts = []
@@ -164,9 +189,13 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
         den = y0 - 2 * y1 + y2
         sub = float(np.clip(0.5 * (y0 - y2) / den, -0.5, 0.5)) if abs(den) > 1e-9 else 0.0
         pts.append(base[i] + (offs[k] + sub * step) * nrm)
-    if len(pts) < max(8, samples // 5):
-        return None
-    pts = np.array(pts)
+    return pts
+
+
+def _robust_line(pts: np.ndarray, fewest: int):
+    """A line through ``pts`` (px), points over 3.5 robust sigmas off it (at least 0.6 px) left out until that
+    settles: (point, unit direction, residual std, points kept, spread along it), or None when fewer than
+    ``fewest`` points are kept."""
     keep = np.ones(len(pts), bool)
     for _ in range(4):
         c = pts[keep].mean(axis=0)
@@ -176,7 +205,7 @@ def _fit_side(img: np.ndarray, p: np.ndarray, q: np.ndarray, radius: float, samp
         res = (pts - c) @ normal
         mad = np.median(np.abs(res[keep] - np.median(res[keep])))
         new_keep = np.abs(res) <= max(0.6, 3.5 * 1.4826 * mad)
-        if new_keep.sum() < max(8, samples // 5):
+        if new_keep.sum() < fewest:
             return None
         if (new_keep == keep).all():
             break
