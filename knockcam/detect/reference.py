@@ -495,19 +495,21 @@ class _BaseDisc:
     stray_share: float
     area: float  # the disc's
     r_px: int  # its radius drawn
+    ring_kernel: np.ndarray  # what widens a silhouette by ring_px
 
     @classmethod
     def of(cls, board: Board, view: TopDown, vp: Viewpoint, cfg: dict) -> "_BaseDisc":
         tcfg = cfg["token"]
         s = view.px_per_mm
         radius = board.token.base_diameter_mm / 2.0 * s
+        ring_px = max(2, int(round(float(tcfg["ring_mm"]) * s)))
         return cls(radius=radius, tol=float(tcfg["tolerance_mm"]) * s,
-                   excl=float(tcfg["exclusion_mm"]) * s, lean=_lean(vp, board),
-                   ring_px=max(2, int(round(float(tcfg["ring_mm"]) * s))),
+                   excl=float(tcfg["exclusion_mm"]) * s, lean=_lean(vp, board), ring_px=ring_px,
                    min_area_share=float(tcfg["min_area_share"]), min_new=float(tcfg["min_new_share"]),
                    min_plastic=float(tcfg["min_plastic_share"]), max_surrounded=float(tcfg["max_surrounded"]),
                    screen=float(tcfg["screen_margin"]), doubt_surrounded=float(tcfg["doubt_surrounded"]),
-                   stray_share=float(tcfg["stray_share"]), area=np.pi * radius * radius, r_px=int(round(radius)))
+                   stray_share=float(tcfg["stray_share"]), area=np.pi * radius * radius, r_px=int(round(radius)),
+                   ring_kernel=cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (2 * ring_px + 1, 2 * ring_px + 1)))
 
     @property
     def pad(self) -> int:
@@ -541,8 +543,6 @@ class _BlobSearch:
                  origin: np.ndarray, nadir_px: np.ndarray):
         self.shape, self.comp, self.cls, self.res, self.origin = shape, comp, cls, res, origin
         self.nadir = nadir_px - origin
-        ring = 2 * shape.ring_px + 1
-        self.ring_kernel = cv2.getStructuringElement(cv2.MORPH_ELLIPSE, (ring, ring))
         self.explained = np.zeros_like(comp)  # the found tokens' figures
         self.trusted = np.zeros_like(comp)  # ... of those that stand alone
 
@@ -566,7 +566,7 @@ class _BlobSearch:
         # A token stands alone: just outside its silhouette the board shows, or tokens that stood
         # alone themselves. One inside a wider changed area (glare, a hand, a card) is surrounded
         # by it: not a token we can trust, or none at all.
-        ring = cv2.dilate(env, self.ring_kernel) & (1 - env) & (1 - self.trusted[win])
+        ring = cv2.dilate(env, shape.ring_kernel) & (1 - env) & (1 - self.trusted[win])
         surrounded = float(np.count_nonzero(ring & comp_w)) / max(1, int(np.count_nonzero(ring)))
         return _Judged(new, plastic, surrounded, win, disc, env)
 
