@@ -45,9 +45,10 @@ def register(subparsers) -> None:
     p.add_argument("--evidence", metavar="OUT.png", help="write the evidence picture for this photo")
     p.add_argument("--out", metavar="DIR", help="folder mode: where summary.csv, summary.json and evidence/ go "
                                                "(default: DIR/knockcam-scores)")
-    add_workers_option(p, help="folder mode: score this many photos at once, each in a process of its own holding its "
-                        "photo and the models (0.24 GB for a 1280x720 photo, 0.55 GB for 12 MP); default: one per "
-                        "CPU when the board is found anew in every photo, else 1 (one after another here)")
+    add_workers_option(p, help="folder mode: score this many photos at once, each in a process of its own "
+                               "holding its photo and the models (0.24 GB for a 1280x720 photo, 0.55 GB for 12 MP); "
+                               "default: one per CPU when the board is found anew in every photo, else 1 (one after "
+                               "another here)")
     p.set_defaults(run=run)
 
 
