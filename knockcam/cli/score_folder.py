@@ -4,8 +4,8 @@ picture each.
 Where each photo's board is searched for (seconds a photo on one core), the photos are scored side by
 side in worker processes (``default_workers``, or ``--workers``): each scores a photo from start to end
 as ``knockcam score PHOTO`` would, so the answers are those of one after another, and the summary lists
-them in the folder's order. Ctrl-C stops it: the photos done by then are in the summary, the others
-marked "stopped".
+them in the folder's order. Ctrl-C stops it: the photos being scored are finished, those done by then are in
+the summary, the others marked "stopped".
 """
 
 from __future__ import annotations
@@ -127,18 +127,30 @@ def run_folder(folder: Path, args) -> int:
 def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, console, keep) -> bool:
     """Score each (photo, evidence path) of ``jobs`` and hand ``keep(index, record)`` its record as it is done:
     one after another in this process (``workers`` 1), else in that many worker processes, in the order they
-    finish. Returns whether Ctrl-C stopped it: photos not started by then are not scored, those being scored in
-    workers are finished and kept (a second Ctrl-C stops them too). Should the workers die (one killed for
-    memory), the photos left are scored here."""
+    finish. Returns whether Ctrl-C stopped it: photos not started by then are not scored, those being scored are
+    finished and kept (a second Ctrl-C stops them too). Should the workers die (one killed for memory), the
+    photos left are scored here."""
     todo = list(range(len(jobs)))
     try:
         if workers > 1:
             todo = _score_in_workers(jobs, scorer.options, workers, console, keep)
-        for index in todo:
-            keep(index, score_photo(scorer, *jobs[index]))
+        _score_here(jobs, todo, scorer, keep)
     except KeyboardInterrupt:
         return True
     return False
+
+
+def _score_here(jobs: list[tuple[Path, Path]], todo: list[int], scorer: "Scorer", keep) -> None:
+    """``_score_all`` one photo after another in this process. A first Ctrl-C is read between photos
+    (``FirstCtrlC``): the photo being scored is finished and kept, so its evidence picture is never written
+    without its row in the summary; a second stops it at once."""
+    with FirstCtrlC() as ctrl_c:
+        for index in todo:
+            if ctrl_c.pressed:
+                break
+            keep(index, score_photo(scorer, *jobs[index]))
+    if ctrl_c.pressed:
+        raise KeyboardInterrupt
 
 
 def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", workers: int, console, keep) -> list[int]:

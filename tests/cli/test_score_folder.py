@@ -129,9 +129,9 @@ def test_workers_is_for_a_folder_and_a_number(tmp_path, scene):
         assert result.returncode == 2 and words in result.stderr and "Traceback" not in result.stderr
 
 
-def test_ctrl_c_keeps_the_photos_scored_and_marks_the_rest(tmp_path, scene, monkeypatch, capfd):
-    """Scoring one after another, Ctrl-C during the second photo: the first is in the summary with its evidence,
-    the others are marked stopped (none is lost without a word), and the exit code says it was stopped."""
+def _one_after_another_with_ctrl_c(tmp_path, scene, monkeypatch, presses: int) -> tuple[int, list, Path]:
+    """Three photos scored one after another, Ctrl-C pressed ``presses`` times while the second is scored:
+    (exit code, summary rows, evidence folder)."""
     from knockcam.pipeline import Scorer
 
     night = tmp_path / "night"
@@ -140,22 +140,44 @@ def test_ctrl_c_keeps_the_photos_scored_and_marks_the_rest(tmp_path, scene, monk
         shutil.copy(scene.photo, night / name)
     score, calls = Scorer.score, []
 
-    def interrupted_at_the_second(self, path, *rest):
+    def ctrl_c_at_the_second(self, path, *rest):
         calls.append(path)
         if len(calls) == 2:
-            raise KeyboardInterrupt
+            for _ in range(presses):
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(0.05)  # the handler runs here, as it would while the photo is scored
         return score(self, path, *rest)
 
-    monkeypatch.setattr(Scorer, "score", interrupted_at_the_second)
+    monkeypatch.setattr(Scorer, "score", ctrl_c_at_the_second)
     out = tmp_path / "scores"
     code = main(["score", str(night), "--calibration", str(scene.calibration), "--out", str(out), "--workers", "1"])
+    return code, list(csv.DictReader((out / "summary.csv").open())), out / "evidence"
+
+
+@POSIX
+def test_ctrl_c_one_after_another_finishes_the_photo_being_scored(tmp_path, scene, monkeypatch, capfd):
+    """Scoring one after another, Ctrl-C during the second photo: it is finished and in the summary with its
+    evidence, the third is marked stopped (none is lost without a word), and the exit code says it was stopped.
+    Before, the second was dropped at once, or (Ctrl-C just after its picture was written) left a picture with
+    no row."""
+    code, rows, evidence = _one_after_another_with_ctrl_c(tmp_path, scene, monkeypatch, presses=1)
+    err = capfd.readouterr().err
+    assert code == 130, err
+    assert "stopped: 2 of 3 photos done, the other 1 marked 'stopped'" in err and "Traceback" not in err
+    assert [(r["image"], r["status"]) for r in rows] == [("a.jpg", "ok"), ("b.jpg", "ok"), ("c.jpg", "stopped")]
+    assert "before this photo was done; score it again" in rows[2]["error"] and int(rows[1]["tokens"]) > 0
+    assert sorted(p.name for p in evidence.iterdir()) == ["a.png", "b.png"]
+
+
+@POSIX
+def test_a_second_ctrl_c_one_after_another_stops_at_once(tmp_path, scene, monkeypatch, capfd):
+    """A second Ctrl-C does not wait for the photo being scored: it is marked stopped with the rest."""
+    code, rows, evidence = _one_after_another_with_ctrl_c(tmp_path, scene, monkeypatch, presses=2)
     err = capfd.readouterr().err
     assert code == 130, err
     assert "stopped: 1 of 3 photos done, the other 2 marked 'stopped'" in err and "Traceback" not in err
-    rows = list(csv.DictReader((out / "summary.csv").open()))
     assert [(r["image"], r["status"]) for r in rows] == [("a.jpg", "ok"), ("b.jpg", "stopped"), ("c.jpg", "stopped")]
-    assert "before this photo was done; score it again" in rows[1]["error"] and int(rows[0]["tokens"]) > 0
-    assert [p.name for p in (out / "evidence").iterdir()] == ["a.png"]
+    assert [p.name for p in evidence.iterdir()] == ["a.png"]
 
 
 def _start(args: list, cwd: Path) -> subprocess.Popen:
