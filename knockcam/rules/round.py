@@ -153,6 +153,15 @@ def _is_money(value: Any) -> bool:
 
 def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
     """Raise KnockcamError naming the field (and rule id) of the first thing wrong with a round."""
+    _check_order(ri, where)
+    _check_money(ri, where)
+    _check_tokens(ri, board, where)
+    _check_events(ri, where)
+    _check_choices(ri, board, where)
+
+
+def _check_order(ri: RoundInput, where: str) -> None:
+    """R1: two to four sides, each known and listed once."""
     if not (MIN_SIDES <= len(ri.order) <= MAX_SIDES):
         raise _bad(where, "order", f"a game has {MIN_SIDES} to {MAX_SIDES} sides, not {len(ri.order)}", "R1")
     seen: set[str] = set()
@@ -163,35 +172,46 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
             raise _bad(where, f"order[{i}]", f"side {side!r} listed twice", "R1")
         seen.add(side)
 
-    def side_in_order(side: Any, fld: str) -> None:
-        if side not in SIDES:
-            raise _bad(where, fld, f"unknown side {side!r} (one of {', '.join(SIDES)})", "R1")
-        if side not in ri.order:
-            raise _bad(where, fld, f"side {side!r} is not in the turn order {list(ri.order)}", "R1")
 
+def _side_in_order(ri: RoundInput, side: Any, fld: str, where: str) -> None:
+    """R1: a side a field names is a known side, and one playing this round."""
+    if side not in SIDES:
+        raise _bad(where, fld, f"unknown side {side!r} (one of {', '.join(SIDES)})", "R1")
+    if side not in ri.order:
+        raise _bad(where, fld, f"side {side!r} is not in the turn order {list(ri.order)}", "R1")
+
+
+def _check_money(ri: RoundInput, where: str) -> None:
+    """R3, R4, S2: the pot, the money unit, each side's cash and the re-slide variant."""
     if not _is_money(ri.pot) or ri.pot < 0:
         raise _bad(where, "pot", f"must be a whole number of M, at least 0, not {ri.pot!r}", "R4")
     if not _is_money(ri.money_unit) or ri.money_unit <= 0:
         raise _bad(where, "money_unit", f"must be a whole number of M above 0, not {ri.money_unit!r}", "R3")
     for side, amount in ri.cash.items():
-        side_in_order(side, f"cash.{side}")
+        _side_in_order(ri, side, f"cash.{side}", where)
         if not _is_money(amount) or amount < 0:
             raise _bad(where, f"cash.{side}", f"must be a whole number of M, at least 0, not {amount!r}", "R3")
     if ri.reslide_off_board not in (None, *RESLIDE_VARIANTS):
         raise _bad(where, "reslide_off_board", f"one of {', '.join(RESLIDE_VARIANTS)}, not {ri.reslide_off_board!r}",
                    "S2")
 
+
+def _check_tokens(ri: RoundInput, board: Board, where: str) -> None:
+    """R2: each token's side plays, its space is on the board, at most TOKENS_PER_SIDE a side."""
     count: Counter[str] = Counter()
     for i, token in enumerate(ri.tokens):
-        side_in_order(token.side, f"tokens[{i}].side")
+        _side_in_order(ri, token.side, f"tokens[{i}].side", where)
         if token.space is not None and not board.has_space(token.space):
             raise _bad(where, f"tokens[{i}].space", _unknown_space(token.space, board))
         count[token.side] += 1
         if count[token.side] > TOKENS_PER_SIDE:
             raise _bad(where, "tokens", f"side {token.side!r} has more than {TOKENS_PER_SIDE} tokens", "R2")
 
+
+def _check_events(ri: RoundInput, where: str) -> None:
+    """S2: each event's side plays and its kind is known; a paid re-slide needs the 'paid' variant."""
     for i, event in enumerate(ri.events):
-        side_in_order(event.side, f"events[{i}].side")
+        _side_in_order(ri, event.side, f"events[{i}].side", where)
         if event.kind not in EVENT_KINDS:
             raise _bad(where, f"events[{i}].kind", f"one of {', '.join(EVENT_KINDS)}, not {event.kind!r}", "S2")
         if event.kind == "reslide_fee" and ri.reslide_off_board != "paid":
@@ -199,9 +219,12 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
                     "and the round does not say it (the default is none): add reslide_off_board: paid")
             raise _bad(where, f"events[{i}].kind", f"a paid re-slide needs reslide_off_board 'paid', {said}", "S2")
 
+
+def _check_choices(ri: RoundInput, board: Board, where: str) -> None:
+    """E2, E3c: a Railroad's choices and a House's choice name properties, one a token there may make."""
     on_kind = _tokens_on_kind(ri, board)
     for side, picks in ri.railroad_choice.items():
-        side_in_order(side, f"railroad_choice.{side}")
+        _side_in_order(ri, side, f"railroad_choice.{side}", where)
         n_railroad = on_kind[side].get("railroad", 0)
         if len(picks) > n_railroad:
             raise _bad(where, f"railroad_choice.{side}",
@@ -219,7 +242,7 @@ def validate_round(ri: RoundInput, board: Board, where: str = "round") -> None:
             raise _bad(where, f"railroad_choice.{side}", "the same property chosen twice", "E2")
     for side, pick in ri.house_choice.items():
         fld = f"house_choice.{side}"
-        side_in_order(side, fld)
+        _side_in_order(ri, side, fld, where)
         if not isinstance(pick, str) or not board.has_space(pick):
             raise _bad(where, fld, _unknown_space(pick, board), "E3c")
         if board.space(pick).kind != "property":
