@@ -46,39 +46,71 @@ def render_board_art(board: Board, rng: np.random.Generator, px_per_mm: float = 
     """Draw the board in a random print style; deterministic for a given generator state."""
     view = TopDown(board, px_per_mm=px_per_mm, margin_mm=0.0)
     w, h = view.size
-    s = px_per_mm
-    paper = _jitter(rng, PAPERS[rng.integers(len(PAPERS))], 8)
+    style = _PrintStyle.drawn(rng)
     img = np.empty((h, w, 3), np.uint8)
-    img[:] = paper
-    ink = _jitter(rng, (30, 30, 30) if rng.random() < 0.8 else (90, 40, 20), 15)
-    font = int(FONTS[rng.integers(len(FONTS))]) | (cv2.FONT_ITALIC if rng.random() < 0.15 else 0)
-    line_mm = rng.uniform(0.8, 2.6)
-    set_bgr = {k: _jitter(rng, v, 14) for k, v in SET_BGR.items()}
-    band_frac = rng.uniform(0.16, 0.3)
-    band_at_top = rng.random() < 0.8
-    special_fill = {kind: _jitter(rng, paper, 18) for kind in SPECIAL_TEXT}
-    if rng.random() < 0.5:
-        special_fill["go_to_jail"] = _jitter(rng, (60, 120, 230), 20)
-        special_fill["free_parking"] = _jitter(rng, (90, 200, 230), 20)
-        special_fill["chance"] = _jitter(rng, (40, 150, 240), 20)
+    img[:] = style.paper
+    _draw_go_area(img, board, view, rng, style)
+    for space in board.spaces:
+        _draw_space(img, space, view, rng, style)
+    thickness = max(1, int(round(style.line_mm * px_per_mm)))
+    for space in board.spaces:
+        cv2.polylines(img, [np.round(view.to_px(space.polygon)).astype(np.int32)], True, style.ink, thickness,
+                      cv2.LINE_AA)
+    # the board's rim
+    rim = max(1, int(px_per_mm * rng.uniform(2, 7)))
+    cv2.rectangle(img, (0, 0), (w - 1, h - 1), _jitter(rng, (40, 40, 160) if rng.random() < 0.5 else style.ink, 30),
+                  rim)
+    img = _wear(img, rng, px_per_mm, crease_p)
+    return BoardArt(image=img, view=view)
 
-    def poly_px(space: Space) -> np.ndarray:
-        return view.to_px(space.polygon)
 
-    # GO! area: a bold band, arrow and the line tokens are slid from behind
+@dataclass(frozen=True)
+class _PrintStyle:
+    """One printing of the board: paper and ink colours, font, line weight, colour bands, special spaces' fills."""
+
+    paper: tuple[int, int, int]
+    ink: tuple[int, int, int]
+    font: int
+    line_mm: float
+    set_bgr: dict
+    band_frac: float  # a property's colour band, as a share of its height ...
+    band_at_top: bool  # ... at its far end (else its near end)
+    special_fill: dict
+
+    @classmethod
+    def drawn(cls, rng: np.random.Generator) -> "_PrintStyle":
+        paper = _jitter(rng, PAPERS[rng.integers(len(PAPERS))], 8)
+        ink = _jitter(rng, (30, 30, 30) if rng.random() < 0.8 else (90, 40, 20), 15)
+        font = int(FONTS[rng.integers(len(FONTS))]) | (cv2.FONT_ITALIC if rng.random() < 0.15 else 0)
+        line_mm = rng.uniform(0.8, 2.6)
+        set_bgr = {k: _jitter(rng, v, 14) for k, v in SET_BGR.items()}
+        band_frac = rng.uniform(0.16, 0.3)
+        band_at_top = rng.random() < 0.8
+        special_fill = {kind: _jitter(rng, paper, 18) for kind in SPECIAL_TEXT}
+        if rng.random() < 0.5:
+            special_fill["go_to_jail"] = _jitter(rng, (60, 120, 230), 20)
+            special_fill["free_parking"] = _jitter(rng, (90, 200, 230), 20)
+            special_fill["chance"] = _jitter(rng, (40, 150, 240), 20)
+        return cls(paper, ink, font, line_mm, set_bgr, band_frac, band_at_top, special_fill)
+
+
+def _draw_go_area(img: np.ndarray, board: Board, view: TopDown, rng: np.random.Generator, style: _PrintStyle) -> None:
+    """The GO! area: a bold band, arrows up the board and the line tokens are slid from behind."""
+    h, w = img.shape[:2]
+    s = view.px_per_mm
     go_colour = _jitter(rng, (50, 50, 200) if rng.random() < 0.6 else (40, 140, 40), 25)
     go_y = view.to_px([(0, board.go_line_y_mm)])[0, 1]
     first_row = min(min(p[1] for p in sp.polygon) for sp in board.spaces)
     row_y = view.to_px([(0, first_row)])[0, 1]
     if rng.random() < 0.7:
-        tint = tuple(int(0.75 * p + 0.25 * g) for p, g in zip(paper, go_colour))
+        tint = tuple(int(0.75 * p + 0.25 * g) for p, g in zip(style.paper, go_colour))
         cv2.rectangle(img, (0, int(go_y)), (w, h), tint, -1)
     go_scale = s * rng.uniform(1.6, 2.6)
     text = "GO!"
-    (tw, th), _ = cv2.getTextSize(text, font, go_scale, max(1, int(s * 3)))
+    (tw, th), _ = cv2.getTextSize(text, style.font, go_scale, max(1, int(s * 3)))
     cx = int(w / 2 + rng.normal(0, w * 0.05))
     cy = int((go_y + h) / 2 + th / 2)
-    cv2.putText(img, text, (cx - tw // 2, cy), font, go_scale, go_colour, max(1, int(s * 3)), cv2.LINE_AA)
+    cv2.putText(img, text, (cx - tw // 2, cy), style.font, go_scale, go_colour, max(1, int(s * 3)), cv2.LINE_AA)
     cv2.line(img, (0, int(go_y)), (w, int(go_y)), go_colour, max(1, int(s * rng.uniform(2, 5))), cv2.LINE_AA)
     # arrows pointing up the board between the GO! line and the first row
     for ax in np.linspace(w * 0.2, w * 0.8, int(rng.integers(1, 4))):
@@ -86,38 +118,33 @@ def render_board_art(board: Board, rng: np.random.Generator, px_per_mm: float = 
         a1 = (int(ax), int(max(row_y + s * 25, go_y - s * 120)))
         cv2.arrowedLine(img, a0, a1, go_colour, max(1, int(s * 4)), cv2.LINE_AA, tipLength=0.3)
 
-    for space in board.spaces:
-        pts = poly_px(space)
-        ipts = np.round(pts).astype(np.int32)
-        x0, y0 = pts.min(axis=0)
-        x1, y1 = pts.max(axis=0)
-        sw, sh = x1 - x0, y1 - y0
-        if space.kind == "property":
-            cv2.fillPoly(img, [ipts], _jitter(rng, paper, 4))
-            bh = sh * band_frac
-            by0, by1 = (y0, y0 + bh) if band_at_top else (y1 - bh, y1)
-            cv2.rectangle(img, (int(x0), int(by0)), (int(x1), int(by1)), set_bgr[space.color_set], -1)
-            words = space.name.upper().split()
-            lines = [" ".join(words[:-1]), words[-1]] if len(words) > 1 else words
-            lines = [ln for ln in lines if ln] + [f"M{space.value}"]
-            top = (by1 if band_at_top else y0) + sh * 0.08
-            bottom = (y1 if band_at_top else by0) - sh * 0.06
-        else:
-            cv2.fillPoly(img, [ipts], special_fill[space.kind])
-            lines = list(SPECIAL_TEXT[space.kind])
-            top, bottom = y0 + sh * 0.12, y1 - sh * 0.12
-        _text_block(img, lines, (x0 + sw * 0.06, top, x1 - sw * 0.06, bottom), font, ink, s)
-        if space.kind == "chance" and rng.random() < 0.7:
-            c = (int((x0 + x1) / 2), int((y0 + y1) / 2))
-            cv2.circle(img, c, int(min(sw, sh) * 0.18), _jitter(rng, (40, 140, 240), 20), max(1, int(s * 1.5)), cv2.LINE_AA)
-    thickness = max(1, int(round(line_mm * s)))
-    for space in board.spaces:
-        cv2.polylines(img, [np.round(poly_px(space)).astype(np.int32)], True, ink, thickness, cv2.LINE_AA)
-    # the board's rim
-    rim = max(1, int(s * rng.uniform(2, 7)))
-    cv2.rectangle(img, (0, 0), (w - 1, h - 1), _jitter(rng, (40, 40, 160) if rng.random() < 0.5 else ink, 30), rim)
-    img = _wear(img, rng, s, crease_p)
-    return BoardArt(image=img, view=view)
+
+def _draw_space(img: np.ndarray, space: Space, view: TopDown, rng: np.random.Generator, style: _PrintStyle) -> None:
+    """One space's face: a property's paper, colour band, name and value; a special space's fill and words."""
+    s = view.px_per_mm
+    pts = view.to_px(space.polygon)
+    ipts = np.round(pts).astype(np.int32)
+    x0, y0 = pts.min(axis=0)
+    x1, y1 = pts.max(axis=0)
+    sw, sh = x1 - x0, y1 - y0
+    if space.kind == "property":
+        cv2.fillPoly(img, [ipts], _jitter(rng, style.paper, 4))
+        bh = sh * style.band_frac
+        by0, by1 = (y0, y0 + bh) if style.band_at_top else (y1 - bh, y1)
+        cv2.rectangle(img, (int(x0), int(by0)), (int(x1), int(by1)), style.set_bgr[space.color_set], -1)
+        words = space.name.upper().split()
+        lines = [" ".join(words[:-1]), words[-1]] if len(words) > 1 else words
+        lines = [ln for ln in lines if ln] + [f"M{space.value}"]
+        top = (by1 if style.band_at_top else y0) + sh * 0.08
+        bottom = (y1 if style.band_at_top else by0) - sh * 0.06
+    else:
+        cv2.fillPoly(img, [ipts], style.special_fill[space.kind])
+        lines = list(SPECIAL_TEXT[space.kind])
+        top, bottom = y0 + sh * 0.12, y1 - sh * 0.12
+    _text_block(img, lines, (x0 + sw * 0.06, top, x1 - sw * 0.06, bottom), style.font, style.ink, s)
+    if space.kind == "chance" and rng.random() < 0.7:
+        c = (int((x0 + x1) / 2), int((y0 + y1) / 2))
+        cv2.circle(img, c, int(min(sw, sh) * 0.18), _jitter(rng, (40, 140, 240), 20), max(1, int(s * 1.5)), cv2.LINE_AA)
 
 
 def _text_block(img, lines, box, font, ink, s):
