@@ -539,83 +539,109 @@ def _fit_bent(gray, homography, board, up, lens, radii, iterations, inlier_px, t
     """Gauss-Newton on the printed lines' across-line offsets (square root of Tukey's weights): the
     homography, with ``up`` the hump too (see fit_grid_bowed), with ``lens`` radial k1 about the
     image centre of a nominal camera, with ``pull`` the bands' pull (see fit_lens)."""
-    h_img, w_img = gray.shape[:2]
-    cam = nominal_camera((w_img, h_img))
-    pts_mm, nrm_mm, scale, hn, _, pn, ahead, s1, s2 = _samples(homography, board)
-    img = ridge_image(gray.astype(np.float32), 1.0)
-    k1, hump, pull_px = 0.0, np.zeros(2), 0.0
-
-    def model():
-        """(hump terms, image of a step up) for the current homography, zeros without ``up``."""
-        if up is None:
-            return np.zeros(6), np.zeros(3)
-        h_mm = hn @ scale
-        step = up(h_mm / h_mm[2, 2]) / h_mm[2, 2]
-        return np.concatenate([hump[0] * step, hump[1] * step]), step
-
-    def measure(radius):
-        bowv, step = model()
-        qu, hom = _project(hn, bowv, pn, s1, s2)
-        q2u = _project(hn, bowv, ahead, s1, s2)[0]
-        if not lens:  # no lens: undistorted pixels are the photo's
-            return _search(img, qu, q2u, radius, 3.0, 1.5, lopsided=True), (bowv, step, qu, hom, None, None)
-        q, u, r2 = _distort(qu, k1, cam)
-        return (_search(img, q, _distort(q2u, k1, cam)[0], radius, 3.0, 1.5, lopsided=True),
-                (bowv, step, qu, hom, u, r2))
-
-    jac = res = wts = None
+    fit = _BentFit(gray, homography, board, up, lens, pull)
     for radius in radii:
         for _ in range(iterations):
-            (found, ok, nimg, _, lopsided), (bowv, step, qu, hom, u, r2) = measure(radius)
-            if ok.sum() < 30:
+            if not fit.iterate(radius, tol):
                 break
-            res = found[ok] - pull_px * lopsided[ok]
-            mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
-            wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
-            n = nimg[ok]
-            if lens:  # the across-line direction pulled back through the lens (its derivative is symmetric)
-                uo, r2o = u[ok], r2[ok]
-                n_flat = (1 + k1 * r2o)[:, None] * n + 2 * k1 * uo * np.sum(n * uo, axis=1, keepdims=True)
-            else:
-                n_flat = n
-            cols = [_jacobian(hn, bowv, pn[ok], s1[ok], s2[ok], n_flat, False)]
-            if up is not None:
-                along = np.sum(n_flat * (hom[ok, :2] / hom[ok, 2:3]), axis=1)
-                d_up = (n_flat @ step[:2] - along * step[2]) / hom[ok, 2]
-                cols += [(s1[ok] * d_up)[:, None], (s2[ok] * d_up)[:, None]]
-            if pull:
-                cols.append(lopsided[ok][:, None])
-            if lens:  # last: k1_sigma below reads its variance
-                cols.append((cam[0, 0] * np.sum(n * uo, axis=1) * r2o)[:, None])
-            jac = np.hstack(cols)
-            delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
-            hn = hn + np.append(delta[:8], 0.0).reshape(3, 3)
-            hn = hn / hn[2, 2]
-            if up is not None:
-                hump += delta[8:10]
-            if pull:
-                pull_px += float(delta[-2 if lens else -1])
-            if lens:
-                k1 += float(delta[-1])
-            if np.abs(delta).max() < tol:
-                break
-    (found, ok, nimg, inside, _), (bowv, _, _, _, u, r2) = measure(2.0)
-    good = ok & (np.abs(found) <= inlier_px)
-    rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
-    spread = float("nan")  # a flat or bowed fit's caller measures it itself (corner_spread_mm)
-    if lens:  # the across-line directions pulled back through the lens, as in the fit
-        n = nimg[good]
-        n = (1 + k1 * r2[good])[:, None] * n + 2 * k1 * u[good] * np.sum(n * u[good], axis=1, keepdims=True)
-        spread = _spread(pts_mm[good], nrm_mm[good], found[good],
-                         _jacobian(hn, bowv, pn[good], s1[good], s2[good], n, False), hn, board, segment_mm)
-    k1_sigma = float("inf")
-    if lens and jac is not None and len(res) > 16:
-        a = jac * wts[:, None]
-        dof = max(float(np.sum(wts > 0)) - jac.shape[1], 1.0)
-        k1_sigma = float(np.sqrt(max(np.linalg.pinv(a.T @ a)[-1, -1], 0.0) * np.sum((wts * res) ** 2) / dof))
-    h_mm = hn @ scale
-    return _Bent(h_mm / h_mm[2, 2], (float(hump[0]), float(hump[1])), bowv, k1, cam, good, int(inside.sum()), rms,
-                 k1_sigma, spread)
+    return fit.result(inlier_px, segment_mm)
+
+
+class _BentFit:
+    """One ``_fit_bent`` under way: what it refines (the homography on normalised board points ``hn``, the hump,
+    the lens's k1, the bands' pull in px) and its last step's Jacobian, residuals and weights (for k1_sigma)."""
+
+    def __init__(self, gray, homography, board, up, lens, pull) -> None:
+        h_img, w_img = gray.shape[:2]
+        self.cam = nominal_camera((w_img, h_img))
+        self.pts_mm, self.nrm_mm, self.scale, self.hn, _, self.pn, self.ahead, self.s1, self.s2 = _samples(homography,
+                                                                                                           board)
+        self.img = ridge_image(gray.astype(np.float32), 1.0)
+        self.board, self.up, self.lens, self.pull = board, up, lens, pull
+        self.k1, self.hump, self.pull_px = 0.0, np.zeros(2), 0.0
+        self.jac = self.res = self.wts = None
+
+    def _hump_terms(self):
+        """(hump terms, image of a step up) for the current homography, zeros without ``up``."""
+        if self.up is None:
+            return np.zeros(6), np.zeros(3)
+        h_mm = self.hn @ self.scale
+        step = self.up(h_mm / h_mm[2, 2]) / h_mm[2, 2]
+        return np.concatenate([self.hump[0] * step, self.hump[1] * step]), step
+
+    def measure(self, radius):
+        """The printed lines searched for within ``radius`` px of where the fit puts them, and the fit's terms."""
+        bowv, step = self._hump_terms()
+        qu, hom = _project(self.hn, bowv, self.pn, self.s1, self.s2)
+        q2u = _project(self.hn, bowv, self.ahead, self.s1, self.s2)[0]
+        if not self.lens:  # no lens: undistorted pixels are the photo's
+            return _search(self.img, qu, q2u, radius, 3.0, 1.5, lopsided=True), (bowv, step, qu, hom, None, None)
+        q, u, r2 = _distort(qu, self.k1, self.cam)
+        return (_search(self.img, q, _distort(q2u, self.k1, self.cam)[0], radius, 3.0, 1.5, lopsided=True),
+                (bowv, step, qu, hom, u, r2))
+
+    def iterate(self, radius: float, tol: float) -> bool:
+        """One Gauss-Newton step at search ``radius``; False when too few lines were found, or it has converged."""
+        (found, ok, nimg, _, lopsided), (bowv, step, _, hom, u, r2) = self.measure(radius)
+        if ok.sum() < 30:
+            return False
+        res = found[ok] - self.pull_px * lopsided[ok]
+        mad = float(np.median(np.abs(res - np.median(res)))) * 1.4826
+        wts = np.clip(1 - (res / (2.5 * max(3.0 * mad, 0.75))) ** 2, 0, None)  # square root of Tukey's
+        jac = self._columns(ok, nimg, bowv, step, hom, u, r2, lopsided)
+        delta = np.linalg.lstsq(jac * wts[:, None], res * wts, rcond=None)[0]
+        self.jac, self.res, self.wts = jac, res, wts
+        hn = self.hn + np.append(delta[:8], 0.0).reshape(3, 3)
+        self.hn = hn / hn[2, 2]
+        if self.up is not None:
+            self.hump += delta[8:10]
+        if self.pull:
+            self.pull_px += float(delta[-2 if self.lens else -1])
+        if self.lens:
+            self.k1 += float(delta[-1])
+        return not np.abs(delta).max() < tol
+
+    def _columns(self, ok, nimg, bowv, step, hom, u, r2, lopsided) -> np.ndarray:
+        """The Jacobian of the found lines' offsets: the homography's 8 terms, then the hump's 2, the pull, k1."""
+        n = nimg[ok]
+        if self.lens:  # the across-line direction pulled back through the lens (its derivative is symmetric)
+            uo, r2o = u[ok], r2[ok]
+            n_flat = (1 + self.k1 * r2o)[:, None] * n + 2 * self.k1 * uo * np.sum(n * uo, axis=1, keepdims=True)
+        else:
+            n_flat = n
+        cols = [_jacobian(self.hn, bowv, self.pn[ok], self.s1[ok], self.s2[ok], n_flat, False)]
+        if self.up is not None:
+            along = np.sum(n_flat * (hom[ok, :2] / hom[ok, 2:3]), axis=1)
+            d_up = (n_flat @ step[:2] - along * step[2]) / hom[ok, 2]
+            cols += [(self.s1[ok] * d_up)[:, None], (self.s2[ok] * d_up)[:, None]]
+        if self.pull:
+            cols.append(lopsided[ok][:, None])
+        if self.lens:  # last: k1_sigma below reads its variance
+            cols.append((self.cam[0, 0] * np.sum(n * uo, axis=1) * r2o)[:, None])
+        return np.hstack(cols)
+
+    def result(self, inlier_px: float, segment_mm: float) -> _Bent:
+        """The fit as it stands, its lines searched for once more within 2 px."""
+        (found, ok, nimg, inside, _), (bowv, _, _, _, u, r2) = self.measure(2.0)
+        good = ok & (np.abs(found) <= inlier_px)
+        rms = float(np.sqrt(np.mean(found[good] ** 2))) if good.any() else float("inf")
+        spread = float("nan")  # a flat or bowed fit's caller measures it itself (corner_spread_mm)
+        k1 = self.k1
+        if self.lens:  # the across-line directions pulled back through the lens, as in the fit
+            n = nimg[good]
+            n = (1 + k1 * r2[good])[:, None] * n + 2 * k1 * u[good] * np.sum(n * u[good], axis=1, keepdims=True)
+            spread = _spread(self.pts_mm[good], self.nrm_mm[good], found[good],
+                             _jacobian(self.hn, bowv, self.pn[good], self.s1[good], self.s2[good], n, False), self.hn,
+                             self.board, segment_mm)
+        k1_sigma = float("inf")
+        jac, res, wts = self.jac, self.res, self.wts
+        if self.lens and jac is not None and len(res) > 16:
+            a = jac * wts[:, None]
+            dof = max(float(np.sum(wts > 0)) - jac.shape[1], 1.0)
+            k1_sigma = float(np.sqrt(max(np.linalg.pinv(a.T @ a)[-1, -1], 0.0) * np.sum((wts * res) ** 2) / dof))
+        h_mm = self.hn @ self.scale
+        return _Bent(h_mm / h_mm[2, 2], (float(self.hump[0]), float(self.hump[1])), bowv, k1, self.cam, good,
+                     int(inside.sum()), rms, k1_sigma, spread)
 
 
 def printed_line_width_px(image: np.ndarray, calibration, board: Board, radius: float = 14.0) -> float:
