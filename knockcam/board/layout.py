@@ -150,29 +150,30 @@ class _BoardReader:
     def __init__(self, source: str) -> None:
         self.source = source
 
-    def fail(self, message: str) -> KnockcamError:
+    def error(self, message: str) -> KnockcamError:
+        """The error to raise: ``message`` after the file's name."""
         return KnockcamError(f"{self.source}: {message}")
 
     def need(self, mapping: dict, key: str, where: str) -> Any:
         if key not in mapping:
-            raise self.fail(f"{where}missing field '{key}'")
+            raise self.error(f"{where}missing field '{key}'")
         return mapping[key]
 
     def number(self, value: Any, where: str) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise self.fail(f"{where} must be a number, not {value!r}")
+            raise self.error(f"{where} must be a number, not {value!r}")
         return float(value)
 
     def size(self, data: dict) -> tuple[float, float]:
         size = self.need(data, "size_mm", "")
         if not (isinstance(size, list) and len(size) == 2):
-            raise self.fail(f"size_mm must be [width, length] in mm, not {size!r}")
+            raise self.error(f"size_mm must be [width, length] in mm, not {size!r}")
         return (self.number(size[0], "size_mm[0]"), self.number(size[1], "size_mm[1]"))
 
     def token(self, data: dict) -> TokenSize:
         token = self.need(data, "token", "")
         if not isinstance(token, dict):
-            raise self.fail("token must be a mapping with base_diameter_mm and height_mm")
+            raise self.error("token must be a mapping with base_diameter_mm and height_mm")
         return TokenSize(
             base_diameter_mm=self.number(self.need(token, "base_diameter_mm", "token: "), "token.base_diameter_mm"),
             height_mm=self.number(self.need(token, "height_mm", "token: "), "token.height_mm"),
@@ -181,44 +182,44 @@ class _BoardReader:
     def set_bonus(self, data: dict) -> dict[str, int]:
         bonus = self.need(data, "set_bonus", "")
         if not isinstance(bonus, dict):
-            raise self.fail("set_bonus must map colour sets to money")
+            raise self.error("set_bonus must map colour sets to money")
         out = {}
         for name, amount in bonus.items():
             if name not in COLOR_SETS:
-                raise self.fail(f"set_bonus: unknown colour set {name!r} (one of {', '.join(COLOR_SETS)})")
+                raise self.error(f"set_bonus: unknown colour set {name!r} (one of {', '.join(COLOR_SETS)})")
             if isinstance(amount, bool) or not isinstance(amount, int) or amount < 0:
-                raise self.fail(f"set_bonus.{name} must be a whole number of M, at least 0, not {amount!r}")
+                raise self.error(f"set_bonus.{name} must be a whole number of M, at least 0, not {amount!r}")
             out[name] = amount
         return out
 
     def space(self, index: int, item: Any) -> Space:
         if not isinstance(item, dict):
-            raise self.fail(f"spaces[{index}] must be a mapping")
+            raise self.error(f"spaces[{index}] must be a mapping")
         sid = self.need(item, "id", f"spaces[{index}]: ")
         where = f"space {sid!r}: "
         kind = self.need(item, "kind", where)
         if kind not in KINDS:
-            raise self.fail(f"{where}unknown kind {kind!r} (one of {', '.join(KINDS)})")
+            raise self.error(f"{where}unknown kind {kind!r} (one of {', '.join(KINDS)})")
         color_set = item.get("color_set")
         if kind == "property":
             if color_set not in COLOR_SETS:
-                raise self.fail(f"{where}color_set must be one of {', '.join(COLOR_SETS)}, not {color_set!r}")
+                raise self.error(f"{where}color_set must be one of {', '.join(COLOR_SETS)}, not {color_set!r}")
             value = item.get("value")
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-                raise self.fail(f"{where}a property needs a positive whole value, not {value!r}")
+                raise self.error(f"{where}a property needs a positive whole value, not {value!r}")
         else:
             if color_set is not None:
-                raise self.fail(f"{where}only properties have a color_set")
+                raise self.error(f"{where}only properties have a color_set")
             value = 0
         return Space(id=str(sid), name=str(item.get("name", sid)), kind=kind, color_set=color_set, value=int(value),
                      polygon=self.polygon(self.need(item, "polygon", where), where))
 
     def polygon(self, points: Any, where: str) -> tuple[tuple[float, float], ...]:
         if not isinstance(points, list) or len(points) < 3:
-            raise self.fail(f"{where}polygon needs at least 3 [x, y] points")
+            raise self.error(f"{where}polygon needs at least 3 [x, y] points")
         out = []
         for point in points:
             if not (isinstance(point, list) and len(point) == 2):
-                raise self.fail(f"{where}polygon point {point!r} is not [x, y]")
+                raise self.error(f"{where}polygon point {point!r} is not [x, y]")
             out.append((self.number(point[0], f"{where}polygon x"), self.number(point[1], f"{where}polygon y")))
         return tuple(out)

@@ -142,8 +142,8 @@ def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, co
 
 def _score_here(jobs: list[tuple[Path, Path]], todo: list[int], scorer: "Scorer", keep) -> None:
     """``_score_all`` one photo after another in this process. A first Ctrl-C is read between photos
-    (``FirstCtrlC``): the photo being scored is finished and kept, so its evidence picture is never written
-    without its row in the summary; a second stops it at once."""
+    (``FirstCtrlC``): the photo being scored is finished and kept, its row in the summary with its evidence
+    picture; a second stops it at once (marked stopped, its picture may be written)."""
     with FirstCtrlC() as ctrl_c:
         for index in todo:
             if ctrl_c.pressed:
