@@ -116,6 +116,9 @@ def options_from(args) -> "ScoreOptions":
     from knockcam.pipeline import ScoreOptions, parse_order
     from knockcam.rules.money import POT_START
 
+    if args.order is not None and not parse_order(args.order):  # "" or ",": a shell variable left empty?
+        raise KnockcamError("--order is empty: give the turn order, e.g. --order red,blue,green, or leave it out to "
+                            "score the positions only")
     if args.pot is not None and not args.order:
         raise KnockcamError("--pot needs --order (the pot only matters when the round is scored)")
     return ScoreOptions(calibration=args.calibration, corners=args.corners, reference=args.reference,

@@ -183,6 +183,12 @@ def test_empty_corners_are_refused_rather_than_ignored(cli, tmp_path, scene):
     _assert_one_clean_line(cli("score", scene.photo, "--corners", " "), "--corners is empty")
 
 
+@pytest.mark.parametrize("order", ["", " ", ","])
+def test_empty_order_is_refused_rather_than_ignored(cli, scene, order):
+    """An empty --order (a shell variable left unset) is said, not taken as no order: the round would go unscored."""
+    _assert_one_clean_line(cli("score", scene.photo, "--order", order), "--order is empty")
+
+
 def test_corners_typed_without_quotes_are_one_argument(cli, tmp_path, scene):
     from knockcam.cli import joined_corners
 
