@@ -116,13 +116,14 @@ def options_from(args) -> "ScoreOptions":
     from knockcam.pipeline import ScoreOptions, parse_order
     from knockcam.rules.money import POT_START
 
-    if args.order is not None and not parse_order(args.order):  # "" or ",": a shell variable left empty?
+    order = parse_order(args.order)
+    if args.order is not None and not order:  # "" or ",": a shell variable left empty?
         raise KnockcamError("--order is empty: give the turn order, e.g. --order red,blue,green, or leave it out to "
                             "score the positions only")
-    if args.pot is not None and not args.order:
+    if args.pot is not None and not order:
         raise KnockcamError("--pot needs --order (the pot only matters when the round is scored)")
     return ScoreOptions(calibration=args.calibration, corners=args.corners, reference=args.reference,
-                        board=args.board, order=parse_order(args.order), max_error_mm=args.max_error,
+                        board=args.board, order=order, max_error_mm=args.max_error,
                         pot=POT_START if args.pot is None else int(args.pot), calls=tuple(getattr(args, "call", ())),
                         added=tuple(getattr(args, "add", ())))
 
