@@ -121,15 +121,15 @@ def board_from_dict(data: Any, source: str = "<board>") -> Board:
     """Build a Board from parsed YAML, raising KnockcamError naming the file, space and field."""
     from knockcam.board.validate import validate_board  # geometry checks live with the geometry
 
-    if not isinstance(data, dict):
-        raise KnockcamError(f"{source}: a board file is a mapping with name, size_mm, token, set_bonus, spaces")
     read = _BoardReader(source)
+    if not isinstance(data, dict):
+        raise read.error("a board file is a mapping with name, size_mm, token, set_bonus, spaces")
     size_mm = read.size(data)
     token = read.token(data)
     set_bonus = read.set_bonus(data)
     spaces_data = read.need(data, "spaces", "")
     if not isinstance(spaces_data, list) or not spaces_data:
-        raise KnockcamError(f"{source}: spaces must be a non-empty list")
+        raise read.error("spaces must be a non-empty list")
     spaces = tuple(read.space(index, item) for index, item in enumerate(spaces_data))
     board = Board(
         name=str(data.get("name", "board")),
