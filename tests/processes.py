@@ -1,8 +1,10 @@
 """A command's child processes and whether they still run, read in /proc (Linux): for the tests that a
-command's worker processes end with it."""
+command's worker processes end with it; and a Ctrl-C sent to the test's own process."""
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
@@ -43,3 +45,10 @@ def still_running(pids: list[int], within_s: float) -> list[int]:
     while any(running(pid) for pid in pids) and time.monotonic() < deadline:
         time.sleep(0.1)
     return [pid for pid in pids if running(pid)]
+
+
+def press_ctrl_c() -> None:
+    """Ctrl-C (SIGINT) to this process, and the moment Python needs to run its handler (between two steps of the
+    main thread): whatever the handler does (sets a flag, raises KeyboardInterrupt) has happened on return."""
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(0.2)

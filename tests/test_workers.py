@@ -12,7 +12,7 @@ import pytest
 
 from knockcam.errors import KnockcamError
 from knockcam.workers import FirstCtrlC, in_workers
-from processes import HAS_PROC, running, still_running
+from processes import HAS_PROC, press_ctrl_c, running, still_running
 
 
 def test_calls_come_back_in_their_order_a_block_at_a_time_or_all_at_once():
@@ -52,19 +52,14 @@ def test_a_worker_that_dies_is_one_line_that_says_what_to_do():
     assert _no_workers_left(within_s=2)
 
 
-def _signal_self_and_wait() -> None:
-    os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(0.2)  # Python runs the handler between two steps of this thread
-
-
 def test_a_first_ctrl_c_is_noted_and_a_second_stops_at_once():
     before = signal.getsignal(signal.SIGINT)
     with FirstCtrlC() as ctrl_c:
         assert not ctrl_c.pressed
-        _signal_self_and_wait()
+        press_ctrl_c()
         assert ctrl_c.pressed  # and no KeyboardInterrupt
         with pytest.raises(KeyboardInterrupt):
-            _signal_self_and_wait()
+            press_ctrl_c()
     assert signal.getsignal(signal.SIGINT) is before
 
 

@@ -17,7 +17,7 @@ import pytest
 
 from cli_run import knockcam
 from knockcam.cli import main
-from processes import HAS_PROC, children_of
+from processes import HAS_PROC, children_of, press_ctrl_c
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
 POSIX = pytest.mark.skipif(os.name != "posix", reason="signals and /proc as on Linux")
@@ -144,8 +144,7 @@ def _one_after_another_with_ctrl_c(tmp_path, scene, monkeypatch, presses: int) -
         calls.append(path)
         if len(calls) == 2:
             for _ in range(presses):
-                os.kill(os.getpid(), signal.SIGINT)
-                time.sleep(0.05)  # the handler runs here, as it would while the photo is scored
+                press_ctrl_c()  # taken while the photo is scored
         return score(self, path, *rest)
 
     monkeypatch.setattr(Scorer, "score", ctrl_c_at_the_second)
@@ -231,7 +230,7 @@ def test_ctrl_c_just_as_a_photo_is_handed_to_a_worker_loses_no_photo(tmp_path, m
 
         def submit_then_ctrl_c(*call):
             future = submit(*call)
-            os.kill(os.getpid(), signal.SIGINT)  # taken before the caller has noted the photo as running
+            press_ctrl_c()  # taken before the caller has noted the photo as running
             return future
 
         pool.submit = submit_then_ctrl_c
