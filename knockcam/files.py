@@ -161,8 +161,19 @@ def replace_atomically(path: Path, data: bytes, *, fsync: bool = False) -> None:
         raise
 
 
+def remove_written(path: Path) -> None:
+    """Remove ``path`` and the temporary files of writes to it cut short (a process killed between writing one
+    and renaming it), where there are any; an OSError says why one could not be removed."""
+    folder = path.parent
+    left = [p for p in folder.iterdir() if p.name.startswith(f".{path.name}.") and p.name.endswith(".tmp")] \
+        if folder.is_dir() else []
+    for each in (path, *left):
+        each.unlink(missing_ok=True)
+
+
 def _temporary(path: Path, data: bytes, *, fsync: bool = False) -> Path:
-    """``data`` written to a temporary file beside ``path``, to be renamed onto it; an OSError leaves none."""
+    """``data`` written to a temporary file beside ``path`` (named for ``remove_written``), to be renamed onto it;
+    an OSError leaves none."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         with open(tmp, "wb") as f:

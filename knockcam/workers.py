@@ -32,9 +32,13 @@ def spawned_pool(workers: int, initializer: Callable | None = None, initargs: tu
 
 
 def stop_workers() -> None:
-    """Ends every worker process at once (a second Ctrl-C, or a run given up): what they were doing is lost."""
-    for worker in multiprocessing.active_children():
+    """Ends every worker process at once (a second Ctrl-C, or a run given up): what they were doing is lost. On
+    return they have ended (each waited for a few seconds at most), so none writes a file after it."""
+    workers = multiprocessing.active_children()
+    for worker in workers:
         worker.terminate()
+    for worker in workers:
+        worker.join(timeout=5.0)
 
 
 class FirstCtrlC:

@@ -101,6 +101,7 @@ def run_folder(folder: Path, args) -> int:
 
         stopped = _score_all(jobs, scorer, workers, progress.console, keep)
     ordered = [records.get(i) or _record(photo, STOPPED, STOPPED_WHY) for i, photo in enumerate(photos)]
+    _remove_stale_pictures(jobs, ordered, err_console)
     summary = {"folder": str(folder), "photos": len(photos), "scored": sum(r["status"] == "ok" for r in ordered),
                "order": list(scorer.options.order), "results": ordered}
     token_rows = [row for record in ordered for row in _token_rows(record)]
@@ -123,6 +124,23 @@ def run_folder(folder: Path, args) -> int:
     return 1 if failed else 0
 
 
+def _remove_stale_pictures(jobs: list[tuple[Path, Path]], ordered: list[dict], console) -> None:
+    """The evidence folder shows no picture for a photo whose row names none: a photo stopped, or not scored
+    this time, has its picture removed, be it one a second Ctrl-C let be written just as it stopped, or an
+    earlier run's in the same --out (a result the summary no longer gives), with any temporary file of a write
+    cut short."""
+    from knockcam.files import remove_written
+
+    for (photo, picture), record in zip(jobs, ordered):
+        if not record["evidence"]:
+            try:
+                remove_written(picture)
+            except OSError as exc:
+                console.print(f"{picture}: an evidence picture this summary does not name could not be removed "
+                              f"({exc.strerror or exc}): delete it", style="yellow", markup=False, highlight=False,
+                              soft_wrap=True)
+
+
 # --- scoring the photos: here, or in worker processes ------------------------------------------
 def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, console, keep) -> bool:
     """Score each (photo, evidence path) of ``jobs`` and hand ``keep(index, record)`` its record as it is done:
@@ -143,7 +161,7 @@ def _score_all(jobs: list[tuple[Path, Path]], scorer: "Scorer", workers: int, co
 def _score_here(jobs: list[tuple[Path, Path]], todo: list[int], scorer: "Scorer", keep) -> None:
     """``_score_all`` one photo after another in this process. A first Ctrl-C is read between photos
     (``FirstCtrlC``): the photo being scored is finished and kept, its row in the summary with its evidence
-    picture; a second stops it at once (marked stopped, its picture may be written)."""
+    picture; a second stops it at once (marked stopped; a picture it let be written is removed after)."""
     with FirstCtrlC() as ctrl_c:
         for index in todo:
             if ctrl_c.pressed:
