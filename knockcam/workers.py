@@ -10,6 +10,7 @@ import signal
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import contextmanager
 from typing import Callable, Iterator, Sequence
 
 from knockcam.errors import KnockcamError
@@ -26,9 +27,24 @@ def available_cpus() -> int:
 def spawned_pool(workers: int, initializer: Callable | None = None, initargs: tuple = ()) -> ProcessPoolExecutor:
     """A pool of ``workers`` processes, spawned, not forked (a fork would copy this process's onnxruntime and
     OpenCV thread pools mid-state); each ignores Ctrl-C, which the main process handles (``stop_workers``), then
-    runs ``initializer(*initargs)``."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
+    runs ``initializer(*initargs)``. The workers are started here with Ctrl-C held back, so that one pressed
+    while a worker is still starting, before it can ignore it, does not end it with a traceback and break the
+    pool (it reaches the main process once they are started); ``close_pool`` ends it."""
+    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start, initargs=(initializer, initargs))
+    with _ctrl_c_held():  # a started worker inherits it held, until _start ignores it
+        for _ in range(workers):  # the pool starts a worker for each call while none is free
+            pool.submit(int)
+    return pool
+
+
+def close_pool(pool: ProcessPoolExecutor, at_once: bool = False) -> None:
+    """Shut ``pool`` down and wait until its processes and its thread have ended: one still ending as Python
+    exits may race it (Python 3.11 then prints "Bad file descriptor" from the pool's thread). ``at_once``: its
+    work is abandoned, the workers ended first (``stop_workers``: a second Ctrl-C, a run given up)."""
+    if at_once:
+        stop_workers()
+    pool.shutdown(wait=True, cancel_futures=True)
 
 
 def stop_workers() -> None:
@@ -94,12 +110,27 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
         raise KnockcamError("the worker processes stopped (out of memory?)", "run it again with --workers 1") from None
     finally:
         if not finished:
-            pool.shutdown(wait=False, cancel_futures=True)
-            stop_workers()
+            close_pool(pool, at_once=True)
+
+
+@contextmanager
+def _ctrl_c_held() -> Iterator[None]:
+    """Within it, Ctrl-C waits in this thread (and in the processes it starts) instead of arriving; where the
+    system cannot hold signals back, nothing changes."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _start(initializer: Callable | None, initargs: tuple) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C held back since the worker started is dropped with it
+    if hasattr(signal, "pthread_sigmask"):
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if initializer is not None:
         initializer(*initargs)

@@ -10,7 +10,8 @@ import numpy as np
 import pytest
 
 from knockcam.errors import KnockcamError
-from knockcam.files import check_writable, load_photo, parse_json_or_yaml, read_text, write_atomic, write_atomic_all
+from knockcam.files import (check_writable, load_photo, parse_json_or_yaml, read_text, remove_written, write_atomic,
+                            write_atomic_all)
 
 sys.path.insert(0, str(Path(__file__).resolve().parent / "report"))
 from synthetic_scene import scene  # noqa: E402
@@ -53,6 +54,19 @@ def test_files_that_belong_together_are_written_all_or_none(tmp_path, disk_full_
                                             r"place\); none of c.png, d.json was written"):
         write_atomic_all({tmp_path / "c.png": b"new", tmp_path / "d.json": "{}"})
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.png", "b.json"]  # no c.png, no temporary left
+
+
+def test_remove_written_takes_a_file_and_its_cut_short_writes_and_nothing_else(tmp_path):
+    """A file and the temporary files of writes to it a killed process left; another file's temporaries, a name
+    that only begins the same and a missing file are left alone (or are no error)."""
+    mine = [tmp_path / "b.png", tmp_path / ".b.png.123.tmp", tmp_path / ".b.png.77.tmp"]
+    others = [tmp_path / "bb.png", tmp_path / ".bb.png.123.tmp", tmp_path / ".b.png.old", tmp_path / "b.png.tmp"]
+    for path in mine + others:
+        path.write_bytes(b"x")
+    remove_written(tmp_path / "b.png")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in others)
+    remove_written(tmp_path / "b.png")  # nothing left to remove
+    remove_written(tmp_path / "no folder" / "b.png")
 
 
 def test_a_folder_given_for_a_file_to_read_says_so(tmp_path):

@@ -63,6 +63,28 @@ def test_a_first_ctrl_c_is_noted_and_a_second_stops_at_once():
     assert signal.getsignal(signal.SIGINT) is before
 
 
+@pytest.mark.skipif(os.name != "posix", reason="process groups and signals as on Linux")
+def test_ctrl_c_while_the_workers_start_reaches_the_main_process_alone(tmp_path):
+    """Ctrl-C to the whole process group (as a terminal sends it) just as the pool is made, its workers still
+    starting: the main process reads it, the workers do their work, nothing prints a traceback. Before, a
+    worker still starting died of it with a traceback and the pool broke."""
+    script = tmp_path / "main.py"
+    script.write_text("import os, signal\n"
+                      "from knockcam.workers import FirstCtrlC, close_pool, spawned_pool\n"
+                      "if __name__ == '__main__':\n"
+                      "    with FirstCtrlC() as ctrl_c:\n"
+                      "        pool = spawned_pool(2)\n"
+                      "        calls = [pool.submit(abs, -n) for n in range(6)]\n"
+                      "        os.killpg(0, signal.SIGINT)  # the workers are still starting (importing)\n"
+                      "        done = [call.result() for call in calls]\n"
+                      "        close_pool(pool)\n"
+                      "    print(done, ctrl_c.pressed, flush=True)\n")
+    main = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                          start_new_session=True, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    assert main.returncode == 0 and "Traceback" not in main.stderr, main.stderr
+    assert main.stdout.split() == ["[0,", "1,", "2,", "3,", "4,", "5]", "True"]
+
+
 @pytest.mark.skipif(not HAS_PROC, reason="reads the processes' states in /proc")
 def test_workers_end_with_a_main_process_killed_outright(tmp_path):
     """A main process killed (SIGKILL: it cannot stop its workers) leaves no worker waiting for work forever."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from knockcam.cli.score import options_from
 from knockcam.errors import KnockcamError
-from knockcam.workers import FirstCtrlC, available_cpus, spawned_pool, stop_workers
+from knockcam.workers import FirstCtrlC, available_cpus, close_pool, spawned_pool
 
 if TYPE_CHECKING:
     from knockcam.pipeline import ScoreOptions, Scorer
@@ -181,7 +181,6 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
 
     waiting = list(range(len(jobs)))[::-1]
     running: dict = {}
-    pool = spawned_pool(workers, _start_worker, (options,))
     ctrl_c = FirstCtrlC()
 
     def collect(finished) -> None:
@@ -189,8 +188,9 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
             record = future.result()  # a dead worker's raises here: its photo stays among those running
             keep(running.pop(future), record)
 
-    try:
-        with ctrl_c:
+    with ctrl_c:  # from before the workers start: a Ctrl-C while they do is read like any other
+        pool = spawned_pool(workers, _start_worker, (options,))
+        try:
             told = False
             while running or (waiting and not ctrl_c.pressed):
                 while waiting and len(running) < workers and not ctrl_c.pressed:
@@ -201,19 +201,16 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
                                   "them at once)", style="yellow", markup=False, highlight=False, soft_wrap=True)
                     told = True
                 collect(wait(running, timeout=0.2, return_when=FIRST_COMPLETED)[0])
-    except BrokenProcessPool:
-        if ctrl_c.pressed:  # while the photos being scored were finished after a Ctrl-C: none is scored here
-            raise KeyboardInterrupt from None
-        left = sorted(waiting + list(running.values()))
-        console.print(f"the worker processes stopped (out of memory?): the {len(left)} photos left are scored here, "
-                      "one after another (--workers 1 does that from the start)", style="yellow", markup=False,
-                      highlight=False, soft_wrap=True)
-        return left
-    except KeyboardInterrupt:  # a second Ctrl-C: the photos being scored are lost
-        stop_workers()
-        raise
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        except BrokenProcessPool:
+            if ctrl_c.pressed:  # while the photos being scored were finished after a Ctrl-C: none is scored here
+                raise KeyboardInterrupt from None
+            left = sorted(waiting + list(running.values()))
+            console.print(f"the worker processes stopped (out of memory?): the {len(left)} photos left are scored "
+                          "here, one after another (--workers 1 does that from the start)", style="yellow",
+                          markup=False, highlight=False, soft_wrap=True)
+            return left
+        finally:  # a second Ctrl-C, or the workers dead: the photos being scored are lost
+            close_pool(pool, at_once=bool(running))
     if ctrl_c.pressed:  # the photos being scored were finished; those waiting were not started
         raise KeyboardInterrupt
     return []
