@@ -32,7 +32,7 @@ def spawned_pool(workers: int, initializer: Callable | None = None, initargs: tu
     pool (it reaches the main process once they are started); ``close_pool`` ends it."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start, initargs=(initializer, initargs))
-    with _ctrl_c_held():  # a started worker inherits it held, until _start ignores it
+    with ctrl_c_held():  # a started worker inherits it held, until it leaves Ctrl-C to this process
         for _ in range(workers):  # the pool starts a worker for each call while none is free
             pool.submit(int)
     return pool
@@ -114,9 +114,10 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
 
 
 @contextmanager
-def _ctrl_c_held() -> Iterator[None]:
-    """Within it, Ctrl-C waits in this thread (and in the processes it starts) instead of arriving; where the
-    system cannot hold signals back, nothing changes."""
+def ctrl_c_held() -> Iterator[None]:
+    """Within it, Ctrl-C waits in this thread (and in the processes it starts) instead of arriving: start worker
+    processes in it, and have each call ``leave_ctrl_c_to_main`` first. Where the system cannot hold signals
+    back, nothing changes."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
@@ -127,10 +128,16 @@ def _ctrl_c_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def _start(initializer: Callable | None, initargs: tuple) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C held back since the worker started is dropped with it
+def leave_ctrl_c_to_main() -> None:
+    """A worker process's first step: it ignores Ctrl-C (the main process stops it), and one held back since it
+    was started in ``ctrl_c_held`` is dropped."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
+def _start(initializer: Callable | None, initargs: tuple) -> None:
+    leave_ctrl_c_to_main()
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if initializer is not None:
         initializer(*initargs)

@@ -35,13 +35,16 @@ def gather(examples: Examples, board: Board, seeds: range, cfg: dict, geometry: 
     from multiprocessing import get_context
 
     from knockcam.detect import load_model
+    from knockcam.workers import ctrl_c_held, leave_ctrl_c_to_main
 
     if load_model() is None:
         raise KnockcamError("the patch networks learn on the token model's detections: train or "
                             "restore models/tokens.onnx first")
     jobs = [(examples, board, s, cfg, geometry) for s in seeds]
     parts = []
-    with get_context("spawn").Pool(workers) as pool:
+    with ctrl_c_held():  # Ctrl-C stops this process, which ends the workers: none prints a traceback
+        pool = get_context("spawn").Pool(workers, initializer=leave_ctrl_c_to_main)
+    with pool:
         for n, part in enumerate(pool.imap(_gather_one, jobs, chunksize=4)):
             parts.append(part)
             if progress:
