@@ -34,7 +34,7 @@ from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_gr
                                      printed_line_width_px, ridge_image)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
 from knockcam.calibrate.quality import (board_corners_mm, board_corners_px, corner_errors_mm, corner_uncertainty_mm,
-                                        error_limit, homography_from_points)
+                                        error_limit, homography_from_points, plausible_quad)
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
 
@@ -70,7 +70,11 @@ def find_outline(image: np.ndarray, board: Board, start_px: np.ndarray | None = 
     if start_px is None:
         seeds, cut_seeds, best_score, runner = candidate_outlines(colour, board, scale, cfg)
     else:
-        seeds, cut_seeds, best_score, runner = [np.asarray(start_px, np.float64).reshape(4, 2)], [], 0.0, 0.0
+        start = np.asarray(start_px, np.float64).reshape(4, 2)
+        why = plausible_quad(start, (w, h))
+        if why is not None:  # nothing to start from (a damaged file's corners): no edge search on them
+            raise KnockcamError(f"the corners to start from outline no board in this photo ({why})")
+        seeds, cut_seeds, best_score, runner = [start], [], 0.0, 0.0
     return _place(colour, board, seeds, best_score, runner, scale, cfg, cut_seeds)
 
 

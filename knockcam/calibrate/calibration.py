@@ -19,6 +19,21 @@ from knockcam.errors import KnockcamError
 from knockcam.files import parse_json_or_yaml, write_atomic
 
 
+_MOST_HUMP_MM = 100.0  # a hump file's along_mm / across_mm beyond this is no board's (the fit's own bound is far below)
+
+
+def _keeps_the_frame(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, image_size: tuple[int, int]) -> bool:
+    """Whether a lens keeps the image's corners and edge middles near the image: the rays through them, distorted,
+    land within the image widened by its own size on every side. A real lens bends them by a fraction of that;
+    an edited file's coefficients can throw them anywhere, and every later step with them."""
+    w, h = image_size
+    px = np.array([(x, y) for x in (0.0, w / 2, w) for y in (0.0, h / 2, h)])
+    rays = np.column_stack([(px[:, 0] - camera_matrix[0, 2]) / camera_matrix[0, 0],
+                            (px[:, 1] - camera_matrix[1, 2]) / camera_matrix[1, 1], np.ones(len(px))])
+    seen = cv2.projectPoints(rays, np.zeros(3), np.zeros(3), camera_matrix, dist_coeffs)[0].reshape(-1, 2)
+    return bool(np.isfinite(seen).all() and np.all((seen > -np.array([w, h])) & (seen < 2 * np.array([w, h]))))
+
+
 @dataclass(frozen=True)
 class Hump:
     """A board whose face is not flat: it rises ``along_mm`` at the middle of its length (a half sine,
@@ -53,7 +68,26 @@ class Hump:
         size = tuple(float(v) for v in data["board_size_mm"])
         if len(up) != 3 or len(size) != 2 or min(size) <= 0 or not np.isfinite(up).all():
             raise ValueError("hump needs up (3 numbers) and board_size_mm (2 positive numbers)")
-        return cls(float(data["along_mm"]), float(data["across_mm"]), size, up)
+        along, across = float(data["along_mm"]), float(data["across_mm"])
+        if not (abs(along) <= _MOST_HUMP_MM and abs(across) <= _MOST_HUMP_MM):
+            raise ValueError(f"the hump's along_mm and across_mm must be numbers of mm, at most {_MOST_HUMP_MM:.0f}")
+        return cls(along, across, size, up)
+
+    def lifts_sensibly(self, homography: np.ndarray) -> bool:
+        """Whether ``up`` is a 1 mm step up from the board under ``homography``: it moves each board corner by
+        less than 5 mm of the board's own image there (a camera a few board lengths away: a fraction of 1 mm)."""
+        width, length = self.board_size_mm
+        corners = np.array([(0.0, 0.0), (width, 0.0), (width, length), (0.0, length)])
+
+        def seen(points, lift=0.0):
+            homog = np.column_stack([points, np.ones(len(points))]) @ homography.T + lift * np.asarray(self.up)
+            return homog[:, :2] / homog[:, 2:3]
+
+        with np.errstate(all="ignore"):
+            at = seen(corners)
+            step = np.hypot(*(seen(corners, 1.0) - at).T)
+            mm = np.hypot(*(seen(corners + (1.0, 0.0)) - at).T)
+        return bool(np.isfinite(step).all() and np.isfinite(mm).all() and np.all(step < 5.0 * mm))
 
 
 def resize_matrix(from_size: tuple[int, int], to_size: tuple[int, int]) -> np.ndarray:
@@ -255,7 +289,7 @@ class Calibration:
             calibration = cls.from_dict(data)
         except KeyError as exc:
             raise KnockcamError(f"{path}: not a knockcam calibration file (no {exc.args[0]} field); {redo}") from None
-        except (TypeError, ValueError, IndexError) as exc:
+        except (TypeError, ValueError, IndexError, OverflowError) as exc:  # OverflowError: an infinite image_size
             reason = str(exc).split(". ")[0]  # numpy's own explanation goes on for lines
             raise KnockcamError(f"{path}: not a knockcam calibration file ({reason}); {redo}") from None
         if lens and calibration.camera_matrix is None:
@@ -275,8 +309,9 @@ class Calibration:
             raise ValueError("homography must be an invertible 3x3 matrix")
         k = data.get("camera_matrix")
         k = None if k is None else np.array(k, dtype=np.float64).reshape(3, 3)
-        if k is not None and not (np.isfinite(k).all() and k[0, 0] > 0 and k[1, 1] > 0):
-            raise ValueError("camera_matrix must be a 3x3 matrix with positive focal lengths")
+        if k is not None and not (np.isfinite(k).all() and k[0, 0] > 0 and k[1, 1] > 0 and k[1, 0] == 0
+                                  and tuple(k[2]) == (0.0, 0.0, 1.0)):
+            raise ValueError("camera_matrix must be [[fx, 0, cx], [0, fy, cy], [0, 0, 1]] with positive focal lengths")
         d = data.get("dist_coeffs")
         d = None if d is None else np.array(d, dtype=np.float64).ravel()
         if d is not None and not (np.isfinite(d).all() and len(d) in (4, 5, 8, 12, 14)):
@@ -284,6 +319,11 @@ class Calibration:
         size = (int(data["image_size"][0]), int(data["image_size"][1]))
         if min(size) < 1:
             raise ValueError("image_size must be [width, height] in pixels")
+        if k is not None and d is not None and not _keeps_the_frame(k, d, size):
+            raise ValueError("dist_coeffs throw the image's own corners far off it, as no lens does")
+        hump = None if data.get("hump") is None else Hump.from_dict(data["hump"])
+        if hump is not None and not hump.lifts_sensibly(h):
+            raise ValueError("the hump's up is no 1 mm step up from the board")
         error_mm = None if data.get("error_mm") is None else float(data["error_mm"])
         if error_mm is not None and not error_mm >= 0:
             raise ValueError("error_mm must be a number of mm, at least 0")
@@ -296,6 +336,6 @@ class Calibration:
             error_mm=error_mm,
             error_source=None if data.get("error_source") is None else str(data["error_source"]),
             created=str(data.get("created", "")),
-            hump=None if data.get("hump") is None else Hump.from_dict(data["hump"]),
+            hump=hump,
             grid_share=None if data.get("grid_share") is None else float(data["grid_share"]),
         )

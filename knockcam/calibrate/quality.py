@@ -84,7 +84,20 @@ def homography_from_points(points_mm, points_px) -> np.ndarray:
 
 def plausible(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> str | None:
     """None when the board maps to a convex, non-degenerate, mostly visible quadrilateral; else why not."""
-    quad = _apply(homography, board_corners_mm(board))
+    with np.errstate(all="ignore"):
+        why = plausible_quad(_apply(homography, board_corners_mm(board)), image_size)
+    if why is not None:
+        return why
+    depth = (np.hstack([board_corners_mm(board), np.ones((4, 1))]) @ np.asarray(homography, np.float64).T)[:, 2]
+    if not (np.all(depth > 0) or np.all(depth < 0)):
+        return "the board would reach past the horizon"
+    return None
+
+
+def plausible_quad(quad: np.ndarray, image_size: tuple[int, int]) -> str | None:
+    """``plausible`` for the board's four corners in the image (pixels: near-left, near-right, far-right,
+    far-left)."""
+    quad = np.asarray(quad, np.float64).reshape(4, 2)
     if not np.isfinite(quad).all():
         return "the corners are not finite"
     # seen from above (not mirrored), near-left, near-right, far-right, far-left run anticlockwise
@@ -103,6 +116,9 @@ def plausible(homography: np.ndarray, board: Board, image_size: tuple[int, int])
     area = 0.5 * abs(np.dot(quad[:, 0], np.roll(quad[:, 1], 1)) - np.dot(quad[:, 1], np.roll(quad[:, 0], 1)))
     if area < 0.002 * w * h:
         return "the board would be tiny in the image"
+    shortest = float(np.min(np.hypot(*(quad - np.roll(quad, -1, axis=0)).T)))
+    if shortest < 0.005 * min(w, h):  # an edited file's corners on top of each other: no camera sees a board so
+        return f"a side of the board would be {shortest:.1f} px long"
     centre = quad.mean(axis=0)
     if not (-0.5 * w < centre[0] < 1.5 * w and -0.5 * h < centre[1] < 1.5 * h):
         return "the board would lie outside the image"

@@ -50,9 +50,9 @@ def test_a_calibration_file_from_before_the_camera_moved_is_refused(tmp_path, sc
 def test_a_calibration_file_that_places_no_board_a_camera_could_see_is_refused(tmp_path, scene, board):
     """An edited or damaged file (one number of the homography changed) is refused for what it is, before the
     photo's printed lines are compared with it (through the lens_distortion fixture's lens, that comparison
-    asked for terabytes of memory)."""
+    asked for terabytes of memory; a far end squeezed to a point crashed the edge search)."""
     path = tmp_path / "edited.yaml"
-    for row, col, value in ((1, 0, 1e12), (1, 1, -50.0)):
+    for row, col, value in ((1, 0, 1e12), (1, 1, -50.0), (2, 1, 1.0)):
         homography = scene.truth.homography.copy()
         homography[row, col] = value
         Calibration("auto", scene.truth.image_size, homography).save(path, board.size_mm)
@@ -64,8 +64,16 @@ def test_a_calibration_file_that_places_no_board_a_camera_could_see_is_refused(t
 @pytest.mark.parametrize("field, value, says", [
     ("dist_coeffs", [float("inf"), 0, 0, 0, 0], "dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers"),
     ("dist_coeffs", [0.1, 0.0, 0.0], "dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers"),
-    ("camera_matrix", [[0, 0, 640], [0, 0, 360], [0, 0, 1]], "camera_matrix must be a 3x3 matrix with positive focal"),
+    ("camera_matrix", [[0, 0, 640], [0, 0, 360], [0, 0, 1]], "camera_matrix must be [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]"),
+    ("camera_matrix", [[1280, 0, 640], [0, 1280, 360], [0, 0, 0]], "camera_matrix must be [[fx, 0, cx], [0, fy, cy], "
+                                                                      "[0, 0, 1]] with positive focal lengths"),
+    ("dist_coeffs", [0.0, 0.0, 0.0, -1e12, 0.0], "dist_coeffs throw the image's own corners far off it"),
     ("image_size", [0, 720], "image_size must be [width, height]"),
+    ("image_size", [float("inf"), 720], "cannot convert float infinity to integer"),
+    ("hump", {"along_mm": 2.0, "across_mm": 0.5, "board_size_mm": [457.0, 914.0], "up": [1e12, 0.0, 0.0]},
+     "the hump's up is no 1 mm step up from the board"),
+    ("hump", {"along_mm": float("nan"), "across_mm": 0.5, "board_size_mm": [457.0, 914.0], "up": [0.0, 0.0, 0.0]},
+     "the hump's along_mm and across_mm must be numbers of mm"),
     ("error_mm", float("nan"), "error_mm must be a number of mm, at least 0"),
 ])
 def test_a_calibration_file_with_impossible_numbers_is_refused_saying_which(tmp_path, scene, board, field, value, says):
