@@ -204,4 +204,10 @@ def read_game_log(path: str | Path) -> list[dict]:
     if not entries:
         raise KnockcamError(f"{path}: no game was started in this log (it is empty or its first line is cut off): "
                             "nothing to resume or replay; start a new game with another --log, or delete this file")
+    start = entries[0]
+    order, board, source = start.get("order"), start.get("board"), start.get("source", {})
+    if not (isinstance(order, list) and all(isinstance(side, str) for side in order)
+            and (board is None or isinstance(board, str)) and isinstance(source, dict)):
+        raise KnockcamError(f"{path}: line 1 (start) is damaged: its order, board or source is not what knockcam "
+                            "writes", "restore the log from a copy: a game cannot be rebuilt without its start")
     return entries

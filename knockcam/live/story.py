@@ -49,7 +49,7 @@ def story(entries: list[dict], board: Board) -> list[Happening]:
             if text is not None:
                 out.append(Happening(int(e.get("round", number)), int(e.get("seq", line)), _clock(e), text,
                                      _frame(e, frame)))
-        except (KeyError, TypeError, ValueError, AttributeError):  # a damaged line: said, not skipped
+        except (KeyError, TypeError, ValueError, AttributeError, OverflowError):  # a damaged line: said, not skipped
             out.append(Happening(number, line, _clock(e), f"line {line} of the log ({kind!r}) is damaged: it cannot "
                                  "be read", frame))
     return out

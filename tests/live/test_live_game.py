@@ -205,6 +205,27 @@ def test_a_damaged_line_in_the_game_log_is_named_and_the_log_left_as_it_is(demo,
     assert "replay does not match the log: round 1: the log's record of it is damaged" in capsys.readouterr().err
 
 
+def test_a_start_line_or_a_round_number_no_game_writes_is_refused_in_one_line(demo, board, tmp_path, capsys):
+    """A start line whose board is a list, and a slide in round Infinity (JSON's extension): found by a fuzz of
+    game logs, each a traceback before (TypeError from the board file's path; OverflowError from the round)."""
+    log = tmp_path / "game.jsonl"
+    lines = _finished_game_log(log, demo, board, checks=False)
+    start = json.loads(lines[0])
+    start["board"] = []
+    log.write_text("\n".join([json.dumps(start)] + lines[1:]) + "\n")
+    for args in (["replay", str(log)], ["live", "--resume", str(log), "--quiet", "--no-model"]):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"{log}: line 1 (start) is damaged" in err, err
+    at = next(i for i, line in enumerate(lines) if json.loads(line)["kind"] == "slide")
+    slide = json.loads(lines[at])
+    slide["round"] = float("inf")
+    log.write_text("\n".join(lines[:at] + [json.dumps(slide)] + lines[at + 1:]) + "\n")
+    assert main(["replay", str(log), "--json"]) in (0, 2)
+    told = [h["text"] for h in json.loads(capsys.readouterr().out)["story"]]
+    assert f"line {at} of the log ('slide') is damaged: it cannot be read" in told
+
+
 def test_a_mangled_game_log_is_replayed_or_refused_in_one_line(demo, board, tmp_path):
     """Random manglings of one line of a finished game's log at a time (56 kinds of traceback before)."""
     import random
