@@ -64,7 +64,8 @@ def test_a_calibration_file_that_places_no_board_a_camera_could_see_is_refused(t
 @pytest.mark.parametrize("field, value, says", [
     ("dist_coeffs", [float("inf"), 0, 0, 0, 0], "dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers"),
     ("dist_coeffs", [0.1, 0.0, 0.0], "dist_coeffs must be 4, 5, 8, 12 or 14 finite numbers"),
-    ("camera_matrix", [[0, 0, 640], [0, 0, 360], [0, 0, 1]], "camera_matrix must be [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]"),
+    ("camera_matrix", [[0, 0, 640], [0, 0, 360], [0, 0, 1]],
+     "camera_matrix must be [[fx, 0, cx], [0, fy, cy], [0, 0, 1]]"),
     ("camera_matrix", [[1280, 0, 640], [0, 1280, 360], [0, 0, 0]], "camera_matrix must be [[fx, 0, cx], [0, fy, cy], "
                                                                       "[0, 0, 1]] with positive focal lengths"),
     ("dist_coeffs", [0.0, 0.0, 0.0, -1e12, 0.0], "dist_coeffs throw the image's own corners far off it"),
