@@ -115,9 +115,9 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
 
 @contextmanager
 def ctrl_c_held() -> Iterator[None]:
-    """Within it, Ctrl-C waits in this thread (and in the processes it starts) instead of arriving: start worker
-    processes in it, and have each call ``leave_ctrl_c_to_main`` first. Where the system cannot hold signals
-    back, nothing changes."""
+    """Within it, Ctrl-C waits in this thread (and in the processes it starts) and arrives as it ends: start worker
+    processes in it, and have each call ``leave_ctrl_c_to_main`` first; or write files that belong together in it.
+    Where the system cannot hold signals back, nothing changes."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return
