@@ -115,9 +115,10 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
 
 @contextmanager
 def ctrl_c_held() -> Iterator[None]:
-    """Within it, Ctrl-C waits in this thread (and in the processes it starts) and arrives as it ends: start worker
-    processes in it, and have each call ``leave_ctrl_c_to_main`` first; or write files that belong together in it.
-    Where the system cannot hold signals back, nothing changes."""
+    """Within it, Ctrl-C is held back in this thread, and so in the processes it starts, which inherit that: start
+    worker processes in it and have each call ``leave_ctrl_c_to_main`` first. (This process may still take a
+    Ctrl-C through another of its threads: ``FirstCtrlC`` is for that.) Where the system cannot hold signals back,
+    nothing changes."""
     if not hasattr(signal, "pthread_sigmask"):
         yield
         return

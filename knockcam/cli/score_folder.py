@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from knockcam.cli.score import options_from
 from knockcam.errors import KnockcamError
-from knockcam.workers import FirstCtrlC, available_cpus, close_pool, ctrl_c_held, spawned_pool
+from knockcam.workers import FirstCtrlC, available_cpus, close_pool, spawned_pool
 
 if TYPE_CHECKING:
     from knockcam.pipeline import ScoreOptions, Scorer
@@ -105,10 +105,12 @@ def run_folder(folder: Path, args) -> int:
     summary = {"folder": str(folder), "photos": len(photos), "scored": sum(r["status"] == "ok" for r in ordered),
                "order": list(scorer.options.order), "results": ordered}
     token_rows = [row for record in ordered for row in _token_rows(record)]
-    with ctrl_c_held():  # the three files from one run, not a Ctrl-C between their renames
+    with FirstCtrlC() as ctrl_c:  # the three files from one run, not a Ctrl-C between their renames
         write_atomic_all({out / "summary.csv": _csv([_summary_row(r) for r in ordered], SUMMARY_FIELDS),
                           out / "tokens.csv": _csv(token_rows, TOKEN_FIELDS),
                           out / "summary.json": json.dumps(summary, indent=1) + "\n"})
+    if ctrl_c.pressed:
+        raise KeyboardInterrupt
     if stopped:
         err_console.print(f"knockcam: stopped: {len(records)} of {len(photos)} photos done, the other "
                           f"{len(photos) - len(records)} marked '{STOPPED}' in {out / 'summary.csv'}", markup=False,

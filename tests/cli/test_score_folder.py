@@ -212,6 +212,30 @@ def test_a_second_ctrl_c_as_a_picture_is_written_leaves_no_picture_of_a_stopped_
     assert sorted(p.name for p in (out / "evidence").iterdir()) == ["a.png"]
 
 
+@POSIX
+def test_a_ctrl_c_as_the_summary_is_written_leaves_it_whole(tmp_path, scene, monkeypatch, capfd):
+    """Ctrl-C just as the summary's three files are to be written: all three are written (from this run), then
+    the command stops as interrupted. Before, it stopped there with none of them written."""
+    from knockcam import files
+
+    night = tmp_path / "night"
+    night.mkdir()
+    shutil.copy(scene.photo, night / "a.jpg")
+    real = files.write_atomic_all  # the folder scorer takes it from knockcam.files when it writes
+
+    def ctrl_c_then_write(written):
+        press_ctrl_c()
+        return real(written)
+
+    monkeypatch.setattr(files, "write_atomic_all", ctrl_c_then_write)
+    out = tmp_path / "scores"
+    code = main(["score", str(night), "--calibration", str(scene.calibration), "--out", str(out), "--workers", "1"])
+    err = capfd.readouterr().err
+    assert code == 130 and "knockcam: interrupted" in err and "Traceback" not in err, err
+    assert sorted(p.name for p in out.iterdir()) == ["evidence", "summary.csv", "summary.json", "tokens.csv"]
+    assert [r["status"] for r in csv.DictReader((out / "summary.csv").open())] == ["ok"]
+
+
 def test_a_photo_not_scored_again_keeps_no_picture_of_an_earlier_run(tmp_path, scene):
     """Scoring the folder again into the same --out, a photo that now fails (damaged since) has no picture left
     from the first run: the evidence folder shows only what this summary says."""
