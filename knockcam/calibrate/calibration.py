@@ -27,11 +27,16 @@ def _keeps_the_frame(camera_matrix: np.ndarray, dist_coeffs: np.ndarray, image_s
     land within the image widened by its own size on every side. A real lens bends them by a fraction of that;
     an edited file's coefficients can throw them anywhere, and every later step with them."""
     w, h = image_size
-    px = np.array([(x, y) for x in (0.0, w / 2, w) for y in (0.0, h / 2, h)])
-    rays = np.column_stack([(px[:, 0] - camera_matrix[0, 2]) / camera_matrix[0, 0],
-                            (px[:, 1] - camera_matrix[1, 2]) / camera_matrix[1, 1], np.ones(len(px))])
-    seen = cv2.projectPoints(rays, np.zeros(3), np.zeros(3), camera_matrix, dist_coeffs)[0].reshape(-1, 2)
+    seen = _distorted(np.array([(x, y) for x in (0.0, w / 2, w) for y in (0.0, h / 2, h)]), camera_matrix, dist_coeffs)
     return bool(np.isfinite(seen).all() and np.all((seen > -np.array([w, h])) & (seen < 2 * np.array([w, h]))))
+
+
+def _distorted(px: np.ndarray, camera_matrix: np.ndarray, dist_coeffs: np.ndarray) -> np.ndarray:
+    """(N, 2) undistorted pixels -> (N, 2) where the lens shows them."""
+    k = camera_matrix
+    norm = (px - k[:2, 2]) / np.array([k[0, 0], k[1, 1]])
+    obj = np.hstack([norm, np.ones((len(norm), 1))])
+    return cv2.projectPoints(obj, np.zeros(3), np.zeros(3), k, dist_coeffs)[0].reshape(-1, 2)
 
 
 @dataclass(frozen=True)
@@ -161,11 +166,7 @@ class Calibration:
             hom += self.hump.height_mm(pts)[:, None] * np.asarray(self.hump.up)[None, :]
         px = hom[:, :2] / hom[:, 2:3]
         if self.camera_matrix is not None and self.dist_coeffs is not None:
-            k = self.camera_matrix
-            norm = (px - k[:2, 2]) / np.array([k[0, 0], k[1, 1]])
-            obj = np.hstack([norm, np.ones((len(norm), 1))])
-            px, _ = cv2.projectPoints(obj, np.zeros(3), np.zeros(3), k, self.dist_coeffs)
-            px = px.reshape(-1, 2)
+            px = _distorted(px, self.camera_matrix, self.dist_coeffs)
         return px
 
     def view_maps(self, view, grid_px: int = 8) -> tuple[np.ndarray, np.ndarray]:

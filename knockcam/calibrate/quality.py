@@ -84,14 +84,12 @@ def homography_from_points(points_mm, points_px) -> np.ndarray:
 
 def plausible(homography: np.ndarray, board: Board, image_size: tuple[int, int]) -> str | None:
     """None when the board maps to a convex, non-degenerate, mostly visible quadrilateral; else why not."""
+    homog = np.hstack([board_corners_mm(board), np.ones((4, 1))]) @ np.asarray(homography, np.float64).T
     with np.errstate(all="ignore"):
-        why = plausible_quad(_apply(homography, board_corners_mm(board)), image_size)
-    if why is not None:
-        return why
-    depth = (np.hstack([board_corners_mm(board), np.ones((4, 1))]) @ np.asarray(homography, np.float64).T)[:, 2]
-    if not (np.all(depth > 0) or np.all(depth < 0)):
+        why = plausible_quad(homog[:, :2] / homog[:, 2:3], image_size)
+    if why is None and not (np.all(homog[:, 2] > 0) or np.all(homog[:, 2] < 0)):
         return "the board would reach past the horizon"
-    return None
+    return why
 
 
 def plausible_quad(quad: np.ndarray, image_size: tuple[int, int]) -> str | None:
