@@ -32,10 +32,20 @@ def spawned_pool(workers: int, initializer: Callable | None = None, initargs: tu
     pool (it reaches the main process once they are started); ``close_pool`` ends it."""
     pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"),
                                initializer=_start, initargs=(initializer, initargs))
-    with ctrl_c_held():  # a started worker inherits it held, until it leaves Ctrl-C to this process
+    with _ctrl_c_held():  # a started worker inherits it held, until it leaves Ctrl-C to this process
         for _ in range(workers):  # the pool starts a worker for each call while none is free
             pool.submit(int)
     return pool
+
+
+def process_pool(start_method: str, workers: int, initializer: Callable | None = None,
+                 initargs: tuple = ()) -> "multiprocessing.pool.Pool":
+    """A ``multiprocessing`` Pool (``start_method`` "fork" or "spawn") of ``workers`` processes started as
+    ``spawned_pool``'s are: Ctrl-C left to the main process (which ends the pool: no worker prints a traceback),
+    each ending with it, then ``initializer(*initargs)``."""
+    with _ctrl_c_held():  # the Pool starts its workers here
+        return multiprocessing.get_context(start_method).Pool(workers, initializer=_start,
+                                                              initargs=(initializer, initargs))
 
 
 def close_pool(pool: ProcessPoolExecutor, at_once: bool = False) -> None:
@@ -114,9 +124,9 @@ def in_workers(fn: Callable, calls: Sequence[tuple], workers: int, block: int | 
 
 
 @contextmanager
-def ctrl_c_held() -> Iterator[None]:
+def _ctrl_c_held() -> Iterator[None]:
     """Within it, Ctrl-C is held back in this thread, and so in the processes it starts, which inherit that: start
-    worker processes in it and have each call ``leave_ctrl_c_to_main`` first. (This process may still take a
+    worker processes in it and have each call ``_leave_ctrl_c_to_main`` first. (This process may still take a
     Ctrl-C through another of its threads: ``FirstCtrlC`` is for that.) Where the system cannot hold signals back,
     nothing changes."""
     if not hasattr(signal, "pthread_sigmask"):
@@ -129,16 +139,16 @@ def ctrl_c_held() -> Iterator[None]:
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
-def leave_ctrl_c_to_main() -> None:
+def _leave_ctrl_c_to_main() -> None:
     """A worker process's first step: it ignores Ctrl-C (the main process stops it), and one held back since it
-    was started in ``ctrl_c_held`` is dropped."""
+    was started in ``_ctrl_c_held`` is dropped."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     if hasattr(signal, "pthread_sigmask"):
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 def _start(initializer: Callable | None, initargs: tuple) -> None:
-    leave_ctrl_c_to_main()
+    _leave_ctrl_c_to_main()
     threading.Thread(target=_exit_with_parent, args=(os.getppid(),), daemon=True).start()
     if initializer is not None:
         initializer(*initargs)

@@ -184,14 +184,13 @@ def _score_in_workers(jobs: list[tuple[Path, Path]], options: "ScoreOptions", wo
 
     waiting = list(range(len(jobs)))[::-1]
     running: dict = {}
-    ctrl_c = FirstCtrlC()
 
     def collect(finished) -> None:
         for future in finished:
             record = future.result()  # a dead worker's raises here: its photo stays among those running
             keep(running.pop(future), record)
 
-    with ctrl_c:  # from before the workers start: a Ctrl-C while they do is read like any other
+    with FirstCtrlC() as ctrl_c:  # from before the workers start: a Ctrl-C while they do is read like any other
         pool = spawned_pool(workers, _start_worker, (options,))
         try:
             told = False

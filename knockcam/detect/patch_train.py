@@ -32,19 +32,15 @@ def gather(examples: Examples, board: Board, seeds: range, cfg: dict, geometry: 
            progress: Callable[[int], None] | None = None) -> tuple:
     """``examples`` of the renders of ``seeds`` (index 0 each), in ``workers`` processes, concatenated.
     ``examples`` must be a module-level function (the workers import it)."""
-    from multiprocessing import get_context
-
     from knockcam.detect import load_model
-    from knockcam.workers import ctrl_c_held, leave_ctrl_c_to_main
+    from knockcam.workers import process_pool
 
     if load_model() is None:
         raise KnockcamError("the patch networks learn on the token model's detections: train or "
                             "restore models/tokens.onnx first")
     jobs = [(examples, board, s, cfg, geometry) for s in seeds]
     parts = []
-    with ctrl_c_held():  # Ctrl-C stops this process, which ends the workers: none prints a traceback
-        pool = get_context("spawn").Pool(workers, initializer=leave_ctrl_c_to_main)
-    with pool:
+    with process_pool("spawn", workers) as pool:
         for n, part in enumerate(pool.imap(_gather_one, jobs, chunksize=4)):
             parts.append(part)
             if progress:

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 from knockcam.board.layout import Board
-from knockcam.workers import available_cpus, ctrl_c_held, leave_ctrl_c_to_main
+from knockcam.workers import available_cpus, process_pool
 
 
 @dataclass(frozen=True)
@@ -34,12 +33,6 @@ def _init(board: Board, out: Path, seed: int, mode: str, cfg: dict) -> None:
 
     cv2.setNumThreads(1)
     _STATE.update(board=board, out=out, seed=seed, mode=mode, cfg=cfg)
-
-
-def _init_worker(*state) -> None:
-    """A pool worker's start: Ctrl-C is left to the main process, then ``_init``."""
-    leave_ctrl_c_to_main()
-    _init(*state)
 
 
 def _one(index: int) -> int:
@@ -84,8 +77,6 @@ def generate(out: Path, board: Board, count: int, seed: int, mode: str = "stills
         finally:
             cv2.setNumThreads(threads)
     else:
-        with ctrl_c_held():  # Ctrl-C stops this process, which ends the workers: none prints a traceback
-            pool = get_context("fork").Pool(workers, initializer=_init_worker, initargs=(board, out, seed, mode, cfg))
-        with pool:
+        with process_pool("fork", workers, _init, (board, out, seed, mode, cfg)) as pool:
             labels = sum(pool.imap_unordered(_one, range(count), chunksize=4))
     return BatchResult(mode=mode, count=count, out_dir=str(out), seconds=time.perf_counter() - start, labels=labels)
