@@ -1,11 +1,14 @@
 """A synthetic photo with its truth, calibration file and empty-board frame, for pipeline, report and CLI tests.
 
-Rendered once per test session (knockcam.synth, deterministic per seed and index) into a temporary folder.
+Rendered once per test session (knockcam.synth, deterministic per seed and index) into a temporary folder,
+removed when the session's process ends.
 """
 
 from __future__ import annotations
 
+import atexit
 import json
+import shutil
 import tempfile
 from dataclasses import dataclass, replace
 from functools import lru_cache
@@ -44,6 +47,7 @@ def scene(seed: int = SEED, index: int = INDEX) -> Scene:
 
     board = load_board()
     folder = Path(tempfile.mkdtemp(prefix="knockcam-scene-"))
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
     for index in range(index, index + 20):  # the first scene from ``index`` on with tokens of at least 3 sides
         jpeg, truth, _ = make_photo(board, seed, index)
         if len({t["side"] for t in truth["tokens"]}) >= 3 and len(truth["tokens"]) >= 8:
