@@ -169,7 +169,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
         raise _named_cause(image, exc) from None
     options = _larger(image) + AUTO_OPTIONS
     try:
-        cal = check(cal, max_error_mm, _what_to_do(cal, options))
+        cal = check(cal, max_error_mm, _what_to_do(cal, options, _closer(cal, board)))
     except KnockcamError as exc:
         named = _named_cause(image, exc)
         if named is not exc:
@@ -246,6 +246,28 @@ def _larger(image: np.ndarray) -> list[str]:
     w, h = int(image.shape[1]), int(image.shape[0])
     return [f"take it at {tuned_px()} px across or more, not cropped (this one is {w}x{h})"] \
         if smaller_than_tuned((w, h)) else []
+
+
+def _closer(cal: Calibration, board: Board) -> str:
+    """Retaking the photo closer, when ``cal`` places the board's end further from the camera across less
+    than calibrate.yaml quality.small_end_share of the photo's longer side: the automatic method refuses a
+    board that small in a sharp photo far more often (the yaml says how much). "" when it is larger, not
+    plausibly placed, or the photo itself is smaller than the method is tuned for (``_larger`` says so)."""
+    from knockcam.calibrate.calibration import smaller_than_tuned
+    from knockcam.calibrate.quality import plausible_quad
+
+    most = float(settings.load("calibrate")["quality"]["small_end_share"])
+    if smaller_than_tuned(cal.image_size):
+        return ""
+    with np.errstate(all="ignore"):
+        corners = cal.corners_px(board.size_mm)  # near-left, near-right, far-right, far-left
+    if plausible_quad(corners, cal.image_size) is not None:
+        return ""
+    share = min(np.hypot(*(corners[1] - corners[0])), np.hypot(*(corners[2] - corners[3]))) / max(cal.image_size)
+    if share >= most:
+        return ""
+    return (f"retake it closer, the board filling more of the photo (its end further from the camera spans "
+            f"{share:.0%} of the photo's longer side; {most:.0%} or more is best)")
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",
@@ -339,13 +361,15 @@ def offered_max_error(cal: Calibration) -> float | None:
     return math.ceil(cal.error_mm * 2) / 2
 
 
-def _what_to_do(cal: Calibration, options: list[str]) -> str:
-    """``options`` joined into one hint; with ``offered_max_error``, also retaking the photo from closer
-    and higher above, or accepting it with ``--max-error`` (its tokens then carry the error)."""
+def _what_to_do(cal: Calibration, options: list[str], closer: str = "") -> str:
+    """``options`` joined into one hint, after ``closer`` (retaking a photo whose board is small in it,
+    ``_closer``) when given; with ``offered_max_error``, also retaking the photo from closer and higher
+    above (unless ``closer`` said so), or accepting it with ``--max-error`` (its tokens then carry the error)."""
     accept = offered_max_error(cal)
+    options = ([closer] if closer else []) + options
     if accept is not None:
-        options = options + ["retake it closer and from higher above",
-                             f"accept this one with --max-error {accept:g} (more close calls are then flagged)"]
+        options = options + ([] if closer else ["retake it closer and from higher above"]) + [
+            f"accept this one with --max-error {accept:g} (more close calls are then flagged)"]
     if len(options) == 1:
         return options[0]
     return ", ".join(options[:-1]) + (", or " if len(options) > 2 else " or ") + options[-1]

@@ -378,6 +378,66 @@ def test_a_refused_photo_smaller_than_the_method_is_tuned_for_is_told_to_be_take
     assert str(err.value).endswith("give --corners or lay the marker sheet") is not told
 
 
+def _board_across(px_per_mm: float, size=(1280, 720), error_mm: float = 8.0, share: float | None = None) -> Calibration:
+    """An automatic calibration that places the board upright in the middle of a photo of ``size``, its ends
+    400 mm x ``px_per_mm`` across."""
+    w, h = size
+    homography = np.array([[px_per_mm, 0, w / 2 - 200 * px_per_mm], [0, -px_per_mm, h / 2 + 457.5 * px_per_mm],
+                           [0, 0, 1.0]])
+    return Calibration("auto", size, homography, error_mm=error_mm, error_source="test", grid_share=share)
+
+
+@pytest.mark.parametrize("px_per_mm, blurred, told", [(0.25, None, "8%"), (0.6, None, "19%"), (0.7, None, None),
+                                                      (0.25, 8.0, None)])
+def test_a_sharp_board_refused_small_in_the_photo_is_told_to_be_retaken_closer(board, monkeypatch, px_per_mm,
+                                                                              blurred, told):
+    """A sharp photo whose board's end further from the camera spans under calibrate.yaml
+    quality.small_end_share of the photo is refused far more often (the yaml says how much): the refusal says
+    to retake it closer, first, with how much of the photo the board spans; a larger board is not told so,
+    nor a blurred photo (told to retake it in focus)."""
+    import knockcam.calibrate.auto as auto
+
+    small = _board_across(px_per_mm)
+    monkeypatch.setattr(auto, "calibrate_auto", lambda *a, **k: small)
+    monkeypatch.setattr(auto, "blurred_lines_px", lambda *a, **k: blurred)
+    with pytest.raises(KnockcamError) as err:
+        calibrate(_table(720, 1280), board)
+    closer = (f"(auto): retake it closer, the board filling more of the photo (its end further from the camera "
+              f"spans {told} of the photo's longer side; 20% or more is best), give --corners, or lay the marker sheet")
+    assert (told is not None and str(err.value).endswith(closer)) or (told is None and "closer" not in str(err.value))
+
+
+def test_a_small_board_offered_max_error_is_told_to_come_closer_once(board, monkeypatch):
+    """With an offer of --max-error the refusal says to retake it closer once, where it says how small the board
+    is, not again as the offer's "closer and from higher above"."""
+    import knockcam.calibrate.auto as auto
+
+    offered = _board_across(0.5, error_mm=4.2, share=0.9)
+    monkeypatch.setattr(auto, "calibrate_auto", lambda *a, **k: offered)
+    monkeypatch.setattr(auto, "blurred_lines_px", lambda *a, **k: None)
+    with pytest.raises(KnockcamError) as err:
+        calibrate(_table(720, 1280), board)
+    said = str(err.value)
+    assert "(auto): retake it closer, the board filling more of the photo (its end further from the camera spans " \
+           "16% of the photo's longer side; 20% or more is best), give --corners, lay the marker sheet, or accept " \
+           "this one with --max-error 4.5 (more close calls are then flagged)" in said
+    assert said.count("closer") == 1
+
+
+@pytest.mark.parametrize("size, closer", [((4032, 3024), True), ((1280, 720), True), ((640, 360), False)])
+def test_a_board_is_small_by_its_share_of_the_photo(size, closer):
+    """A board across 8% of the photo is small at a phone's size as at 1280 px; in a photo smaller than the
+    method is tuned for the refusal says to take it larger instead (``_larger``), not closer."""
+    from knockcam.board.layout import load_board
+    from knockcam.calibrate.choose import _closer
+
+    w, h = size
+    said = _closer(_board_across(0.25 * w / 1280, size), load_board())
+    assert said.startswith("retake it closer, the board filling more of the photo (its end further from the camera "
+                           "spans 8% ") is closer
+    assert (said == "") is not closer
+
+
 def test_an_error_too_large_to_estimate_is_said_so(scene):
     from knockcam.calibrate.quality import Refused, check
 
