@@ -248,26 +248,31 @@ def _larger(image: np.ndarray) -> list[str]:
         if smaller_than_tuned((w, h)) else []
 
 
-def _closer(cal: Calibration, board: Board) -> str:
-    """Retaking the photo closer, when ``cal`` places the board's end further from the camera across less
-    than calibrate.yaml quality.small_end_share of the photo's longer side: the automatic method refuses a
-    board that small in a sharp photo far more often (the yaml says how much). "" when it is larger, not
-    plausibly placed, or the photo itself is smaller than the method is tuned for (``_larger`` says so)."""
+def small_in_view(cal: Calibration, board: Board, photo: str = "photo") -> str | None:
+    """How much of the ``photo`` (a photo, a camera's frame) the board's end further from the camera spans, when
+    ``cal`` places it across less than calibrate.yaml quality.small_end_share of its longer side: the automatic
+    method refuses a board that small in a sharp photo far more often (the yaml says how much). None when it
+    is larger, not plausibly placed, or the photo itself is smaller than the method is tuned for (``_larger``
+    says to take it larger)."""
     from knockcam.calibrate.calibration import smaller_than_tuned
     from knockcam.calibrate.quality import plausible_quad
 
     most = float(settings.load("calibrate")["quality"]["small_end_share"])
     if smaller_than_tuned(cal.image_size):
-        return ""
+        return None
     with np.errstate(all="ignore"):
         corners = cal.corners_px(board.size_mm)  # near-left, near-right, far-right, far-left
     if plausible_quad(corners, cal.image_size) is not None:
-        return ""
+        return None
     share = min(np.hypot(*(corners[1] - corners[0])), np.hypot(*(corners[2] - corners[3]))) / max(cal.image_size)
-    if share >= most:
-        return ""
-    return (f"retake it closer, the board filling more of the photo (its end further from the camera spans "
-            f"{share:.0%} of the photo's longer side; {most:.0%} or more is best)")
+    return None if share >= most else (f"its end further from the camera spans {share:.0%} of the {photo}'s longer "
+                                       f"side; {most:.0%} or more is best")
+
+
+def _closer(cal: Calibration, board: Board) -> str:
+    """Retaking the photo closer, when the board is small in it (``small_in_view``); else ""."""
+    small = small_in_view(cal, board)
+    return "" if small is None else f"retake it closer, the board filling more of the photo ({small})"
 
 
 def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: str = "corners",

@@ -288,6 +288,35 @@ def test_no_calibration_gives_up_with_what_to_do(empty_720p, tmp_path, monkeypat
         live.run(list_source(_warming_up(empty, 40), 30.0))
 
 
+def test_a_board_small_in_the_frame_is_told_to_bring_the_camera_closer(empty_720p, tmp_path, monkeypatch):
+    """A refused board whose end further from the camera spans under calibrate.yaml quality.small_end_share of
+    the frame: the first refusal and the last word both say to move the camera closer, with how much of the
+    frame the board spans (knockcam.calibrate.choose.small_in_view)."""
+    from knockcam import settings
+    from knockcam.calibrate import choose
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.calibrate.quality import Refused
+
+    empty, _ = empty_720p
+    s = 0.25  # px per mm: the board's ends 100 px across in the 1280x720 frame
+    small = Calibration("auto", (1280, 720), np.array([[s, 0, 640 - 200 * s], [0, -s, 360 + 457.5 * s], [0, 0, 1.0]]),
+                        error_mm=8.0)
+
+    def refused(*args, **kwargs):
+        raise Refused("calibration error 8.0 mm is over the 3 mm limit (auto)", "give --corners", small)
+
+    monkeypatch.setattr(choose, "calibrate_automatically", refused)
+    monkeypatch.setitem(settings.load("live")["calibration"], "give_up_s", 2.0)
+    _, prompter, live = _search_game(tmp_path)
+    closer = "move the camera closer (its end further from the camera spans 8% of the frame's longer side; 20% or " \
+             "more is best)"
+    with pytest.raises(KnockcamError) as err:
+        live.run(list_source([empty] * 90, 30.0))
+    assert f"(auto)): {closer}, or give --calibration from 'knockcam calibrate'" in str(err.value)
+    assert any(t.startswith("first frame: calibration error 8.0 mm") and f"2 s: {closer}, clear the board" in t
+               for t in prompter.told)
+
+
 def _given_game(tmp_path, calibration, model=None):
     log = tmp_path / "given.jsonl"
     new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
