@@ -160,7 +160,7 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
                             max_error_mm: float | None = None) -> Calibration:
     """The automatic method, checked: a KnockcamError saying what to do when the board is not found, its error
     is over the limit (in a photo far too dark, with no colour or blurred: retake it) or the photo is mirrored."""
-    from knockcam.calibrate.auto import blurred_lines_px, calibrate_auto
+    from knockcam.calibrate.auto import calibrate_auto
     from knockcam.calibrate.mirror import Mirrored, check_not_mirrored
 
     try:
@@ -176,17 +176,26 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
             raise named from None
         if _mirrored_near(image, cal, board, max_error_mm):
             raise Mirrored() from None
-        width = blurred_lines_px(image, cal, board)
-        if width is None:
-            raise
-        sharp = float(settings.load("calibrate")["quality"]["sharp_line_px"])
-        shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
-        # a blurred board can still be one an offer of --max-error fits (the glare_crease_bowed fixture: 1.04 mm
-        # off, estimated 3.002 mm): the offer is kept beside the advice to retake the photo
-        advice = _what_to_do(cal, ["retake it in focus, holding the camera still"] + options)
-        return check(cal, max_error_mm, advice,
-                     because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
+        _refuse_if_blurred(image, cal, board, max_error_mm, options)
+        raise
     return check_not_mirrored(image, cal, board)
+
+
+def _refuse_if_blurred(image: np.ndarray, refused: Calibration, board: Board, max_error_mm: float | None,
+                       options: list[str]) -> None:
+    """Refuses ``refused`` again as a blurred photo's when its printed lines look blurred where it puts them
+    (auto.blurred_lines_px), retaking the photo in focus before ``options``; returns when they look sharp."""
+    from knockcam.calibrate.auto import blurred_lines_px
+
+    width = blurred_lines_px(image, refused, board)
+    if width is None:
+        return
+    sharp = float(settings.load("calibrate")["quality"]["sharp_line_px"])
+    shown = "no printed line shows" if np.isinf(width) else f"its printed lines are {width:.0f} px wide"
+    # a blurred board can still be one an offer of --max-error fits (the glare_crease_bowed fixture: 1.04 mm
+    # off, estimated 3.002 mm): the offer is kept beside the advice to retake the photo
+    check(refused, max_error_mm, _what_to_do(refused, ["retake it in focus, holding the camera still"] + options),
+          because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
 
 
 def _named_cause(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
@@ -284,7 +293,7 @@ def calibrate_from_corners(image: np.ndarray, board: Board, corners_px, method: 
     size = (int(image.shape[1]), int(image.shape[0]))
     try:
         given = calibrate_corners(corners_px, board, size, method, camera_matrix, dist_coeffs)
-        placed = check_corners(snap(image, given, board), max_error_mm)
+        placed = check_corners(snap(image, given, board), board, image, max_error_mm)
         if placed.grid_share is None:  # accepted unconfirmed: its estimate counts a click error, not a corner far off
             _check_not_far_off(image, board, placed, max_error_mm)
         return placed
@@ -333,12 +342,18 @@ def _another_order(image: np.ndarray, board: Board, corners_px, method: str, cam
     return best
 
 
-def check_corners(cal: Calibration, max_error_mm: float | None = None) -> Calibration:
+def check_corners(cal: Calibration, board: Board, image: np.ndarray,
+                  max_error_mm: float | None = None) -> Calibration:
     """Given or clicked corners (snapped or not, knockcam.calibrate.corners), checked: the refusal says
-    what helps. Clicking again does not: the estimate counts a fixed click error, or the printed lines."""
+    what helps. Clicking again does not: the estimate counts a fixed click error, or the printed lines,
+    which a blurred ``image`` shows poorly and a board small in it (``small_in_view``) at too few pixels."""
     if cal.grid_share is not None:
-        return check(cal, max_error_mm, "the printed lines place the board no better in this photo: "
-                                        + _what_to_do(cal, ["lay the marker sheet"]))
+        try:
+            return check(cal, max_error_mm, "the printed lines place the board no better in this photo: "
+                                            + _what_to_do(cal, ["lay the marker sheet"], _closer(cal, board)))
+        except KnockcamError:
+            _refuse_if_blurred(image, cal, board, max_error_mm, ["lay the marker sheet"])
+            raise
     from knockcam.calibrate.corners import ORDER
 
     # the printed lines did not confirm the corners: a corner off the board's outer corner, or a photo too
@@ -377,4 +392,5 @@ def _what_to_do(cal: Calibration, options: list[str], closer: str = "") -> str:
             f"accept this one with --max-error {accept:g} (more close calls are then flagged)"]
     if len(options) == 1:
         return options[0]
-    return ", ".join(options[:-1]) + (", or " if len(options) > 2 else " or ") + options[-1]
+    serial = len(options) > 2 or "," in options[0]  # "retake it in focus, holding the camera still, or ..."
+    return ", ".join(options[:-1]) + (", or " if serial else " or ") + options[-1]
