@@ -66,9 +66,15 @@ class BoardSearch:
     first_t: float | None = None
     next_t: float = float("-inf")
     last: KnockcamError | None = None  # why the last try was refused
-    small: str | None = None  # ... and how little of the frame its board spanned, when small (choose.small_in_view)
 
-    def gave_up(self, why: str) -> str:
+    def small(self, board: Board) -> str | None:
+        """How little of the frame the last refused board spanned, when small (choose.small_in_view); else None."""
+        from knockcam.calibrate.choose import small_in_view
+        from knockcam.calibrate.quality import Refused
+
+        return small_in_view(self.last.calibration, board, "frame") if isinstance(self.last, Refused) else None
+
+    def gave_up(self, why: str, board: Board) -> str:
         """The one-line error when the board was never found: the last refusal's reason (its advice is for
         knockcam score), light first when that frame was far too dark, the camera closer when its board was
         small in the frame, and the --max-error that would have accepted its board where one is offered."""
@@ -79,7 +85,8 @@ class BoardSearch:
         offer = offered_max_error(last.calibration) if isinstance(last, Refused) else None
         accept = "" if offer is None else f", or accept the last one with --max-error {offer:g}"
         first = f"{last.what_to_do}, or " if isinstance(last, Unreadable) else ""
-        first += f"move the camera closer ({self.small}), or " if self.small else ""
+        small = self.small(board)
+        first += f"move the camera closer ({small}), or " if small else ""
         return (f"no --calibration given and the board was not found automatically ({why}; the last: "
                 f"{last.reason}): {first}give --calibration from 'knockcam calibrate' on a photo from this "
                 f"camera{accept}")
@@ -348,7 +355,7 @@ class LiveGame:
         stats.wall_s = clock() - start
         stats.paused_for_camera = loop.paused_for_camera
         if self.calibration is None and loop.search is not None:
-            raise KnockcamError(loop.search.gave_up(f"{loop.search.tries} tries before the frames ended"))
+            raise KnockcamError(loop.search.gave_up(f"{loop.search.tries} tries before the frames ended", self.board))
         if loop.resumed and loop.paused_for_camera:  # not one frame showed the board where the game left it
             looked = "the board was not found in them" if loop.searched else "none was light enough to look for it in"
             raise self._not_this_camera(loop.source, f"none of its still frames showed the board where the game left "
@@ -642,9 +649,8 @@ class LiveGame:
         A refusal is told once and tried again on later frames (a webcam's first frames are often dark or
         out of focus; an arm may be over the board), until ``search.give_up_s`` of frames have passed.
         """
-        from knockcam.calibrate.choose import calibrate_automatically, small_in_view
+        from knockcam.calibrate.choose import calibrate_automatically
         from knockcam.calibrate.mirror import Mirrored
-        from knockcam.calibrate.quality import Refused
 
         if frame.t < search.next_t:
             return False
@@ -659,15 +665,16 @@ class LiveGame:
             raise KnockcamError(exc.reason, "turn off the camera's mirroring and start again") from None
         except KnockcamError as exc:
             search.last = exc
-            search.small = small_in_view(exc.calibration, self.board, "frame") if isinstance(exc, Refused) else None
             if search.tries == 1:
                 self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
-                closer = f"move the camera closer ({search.small}), " if search.small else ""
+                small = search.small(self.board)
+                closer = f"move the camera closer ({small}), " if small else ""
                 self.tell(f"first frame: {exc.reason}; looking for the board again every "
                           f"{search.retry_s:g} s for {search.give_up_s:g} s: {closer}clear the board, light it and "
                           "let the camera settle")
             if frame.t - search.first_t >= search.give_up_s:
-                raise KnockcamError(search.gave_up(f"{search.tries} tries over {search.give_up_s:g} s of frames")) from None
+                raise KnockcamError(search.gave_up(f"{search.tries} tries over {search.give_up_s:g} s of frames",
+                                                   self.board)) from None
             search.next_t = frame.t + search.retry_s
             return False
         where = "first frame" if search.tries == 1 else f"frame {frame.index}, try {search.tries}"

@@ -388,7 +388,7 @@ def test_a_given_calibration_from_before_the_camera_moved_stops_a_new_game(empty
     assert np.allclose(again.calibration.homography, truth.homography)
 
 
-def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():
+def test_giving_up_offers_the_max_error_that_would_accept_the_last_board(board):
     from dataclasses import replace
 
     from knockcam.calibrate.quality import Refused
@@ -396,13 +396,13 @@ def test_giving_up_offers_the_max_error_that_would_accept_the_last_board():
 
     seen = replace(_fixture("overhead")[2], error_mm=4.2, grid_share=0.9)  # the printed grid placed it: an offer
     last = Refused("calibration error 4.2 mm is over the 3 mm limit (auto)", "give --corners", seen)
-    text = BoardSearch(1.0, 30.0, tries=30, last=last).gave_up("30 tries over 30 s of frames")
+    text = BoardSearch(1.0, 30.0, tries=30, last=last).gave_up("30 tries over 30 s of frames", board)
     assert text == ("no --calibration given and the board was not found automatically (30 tries over 30 s of frames; "
                     "the last: calibration error 4.2 mm is over the 3 mm limit (auto)): give --calibration from "
                     "'knockcam calibrate' on a photo from this camera, or accept the last one with --max-error 4.5")
     unsure = Refused(last.reason, last.what_to_do, replace(seen, grid_share=0.3))  # the grid poorly seen: none
-    assert "--max-error" not in BoardSearch(1.0, 30.0, last=unsure).gave_up("1 try")
-    assert "--max-error" not in BoardSearch(1.0, 30.0, last=KnockcamError("board not found")).gave_up("1 try")
+    assert "--max-error" not in BoardSearch(1.0, 30.0, last=unsure).gave_up("1 try", board)
+    assert "--max-error" not in BoardSearch(1.0, 30.0, last=KnockcamError("board not found")).gave_up("1 try", board)
 
 
 def _fixture(case):
