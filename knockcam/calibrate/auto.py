@@ -33,8 +33,8 @@ from knockcam.calibrate.edges import edge_width_px, line_fit_error_mm, refine_si
 from knockcam.calibrate.grid import (LensFit, corner_spread_mm, fit_grid, fit_grid_bowed, fit_lens, hump_mm,
                                      printed_line_width_px, ridge_image)
 from knockcam.calibrate.outline import NOT_FOUND, candidate_outlines
-from knockcam.calibrate.quality import (board_corners_mm, board_corners_px, corner_errors_mm, corner_uncertainty_mm,
-                                        error_limit, homography_from_points, plausible_quad)
+from knockcam.calibrate.quality import (board_corners_mm, board_corners_px, board_errors_mm, corner_errors_mm,
+                                        corner_uncertainty_mm, error_limit, homography_from_points, plausible_quad)
 from knockcam.calibrate.sharpen import blur_readings, sharpened
 from knockcam.errors import KnockcamError
 
@@ -170,8 +170,13 @@ def _placed_by_grid(colour: np.ndarray, gray: np.ndarray, fit, rivals: list, boa
         # a hump no board has is the printed lines bending for another reason (a wrong registration, a lens):
         # the corners may be off by as much (cut tuning render 4248/0: a 21.7 mm hump, the board 5.9 mm off
         # while estimated 1.6 mm)
+        # ... counted as far as it moves the board's face in the photo where that is less than its height: seen
+        # from nearly overhead, a hump barely moves the face and the fit reads its height loosely (detection
+        # tuning scene 56982: a 25 mm hump fitted to a 7.7 mm one from 0.7 degrees off overhead, the board 0.6 mm off)
         height = _hump_height_mm(bow)
-        bow_terms, hump_error = bent.bow, height if height > float(cfg["max_hump_mm"]) else 0.0
+        bow_terms, hump_error = bent.bow, 0.0
+        if height > float(cfg["max_hump_mm"]):
+            hump_error = min(height, _hump_moves_mm(bow, placed, board, (w, h)))
     else:
         placed, bow = fit.homography, (0.0, 0.0)
         others = [f.homography for f, _ in rivals]
@@ -294,6 +299,15 @@ def _hump(bow_mm: tuple[float, float], homography: np.ndarray, board: Board,
         return None
     return Hump(float(bow_mm[0]), float(bow_mm[1]), tuple(board.size_mm),
                 tuple(float(v) for v in up_px(homography, board, image_size)))
+
+
+def _hump_moves_mm(bow_mm: tuple[float, float], homography: np.ndarray, board: Board,
+                   image_size: tuple[int, int]) -> float:
+    """How far (board mm, the most over the board) a fitted hump moves the board's face in the photo from
+    where the same board seen flat would be."""
+    humped = Calibration(method="auto", image_size=image_size, homography=homography,
+                         hump=_hump(bow_mm, homography, board, image_size))
+    return float(board_errors_mm(replace(humped, hump=None), humped, board).max())
 
 
 def _spread_error_mm(spread_mm: float, width_px: float, cfg: dict) -> float:
@@ -629,7 +643,7 @@ def _error_source(outline: Outline) -> str:
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines (x (line width / {cfg['grid_spread_sharp_px']} px)^2 where they look wider), "
                 f"{cfg['hump_factor']} x any hump too low to fit, the height of one over {cfg['max_hump_mm']} mm "
-                f"(no board's), {cfg['grid_ambiguity_px']} px "
+                f"(no board's; or how far it moves the board in the photo, when less), {cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")
     return (f"estimate: scatter of {outline.edge_points} edge points about the four fitted sides, plus "
             f"{cfg['edge_ambiguity_px']} px of edge ambiguity per corner and half a board thickness of any edge face "
