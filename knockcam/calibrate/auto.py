@@ -170,13 +170,15 @@ def _placed_by_grid(colour: np.ndarray, gray: np.ndarray, fit, rivals: list, boa
         # a hump no board has is the printed lines bending for another reason (a wrong registration, a lens):
         # the corners may be off by as much (cut tuning render 4248/0: a 21.7 mm hump, the board 5.9 mm off
         # while estimated 1.6 mm)
-        # ... counted as far as it moves the board's face in the photo where that is less than its height: seen
-        # from nearly overhead, a hump barely moves the face and the fit reads its height loosely (detection
-        # tuning scene 56982: a 25 mm hump fitted to a 7.7 mm one from 0.7 degrees off overhead, the board 0.6 mm off)
+        # ... unless it moves the board's face in the photo less than auto.hump_unseen_mm: then only that far. Seen
+        # from nearly overhead a hump barely moves the face, and the fit reads its height loosely (detection tuning
+        # scene 57042: an 18 mm hump fitted to a flat board 1.9 degrees off overhead, moving the face 1.7 mm, the
+        # board 1.3 mm off)
         height = _hump_height_mm(bow)
         bow_terms, hump_error = bent.bow, 0.0
         if height > float(cfg["max_hump_mm"]):
-            hump_error = min(height, _hump_moves_mm(bow, placed, board, (w, h)))
+            moves = _hump_moves_mm(bow, placed, board, (w, h))
+            hump_error = moves if moves < float(cfg["hump_unseen_mm"]) else height
     else:
         placed, bow = fit.homography, (0.0, 0.0)
         others = [f.homography for f, _ in rivals]
@@ -643,7 +645,8 @@ def _error_source(outline: Outline) -> str:
                 f"{bowed}the largest of {cfg['grid_spread_factor']} x how far the corners move over resamples of "
                 f"the printed lines (x (line width / {cfg['grid_spread_sharp_px']} px)^2 where they look wider), "
                 f"{cfg['hump_factor']} x any hump too low to fit, the height of one over {cfg['max_hump_mm']} mm "
-                f"(no board's; or how far it moves the board in the photo, when less), {cfg['grid_ambiguity_px']} px "
+                f"(no board's; how far it moves the board in the photo when under {cfg['hump_unseen_mm']} mm), "
+                f"{cfg['grid_ambiguity_px']} px "
                 f"per corner, and how far another registration that fits about as well puts them (worst corner)")
     return (f"estimate: scatter of {outline.edge_points} edge points about the four fitted sides, plus "
             f"{cfg['edge_ambiguity_px']} px of edge ambiguity per corner and half a board thickness of any edge face "

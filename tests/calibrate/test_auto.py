@@ -127,16 +127,16 @@ def test_a_hump_no_board_has_is_not_believed(board, hump_mm):
 
 
 def test_a_hump_seen_from_overhead_counts_as_far_as_it_moves_the_board(board):
-    # from 1 degree off overhead a hump barely moves the board's face in the photo: the fit reads its height
-    # loosely (26 mm for 20 here), and the board is placed as well as ever. Counted at its height, the estimate
-    # refused it at 27 mm; counted as far as it moves the face, it is a few mm at most
-    image, truth = _humped_render(board, 20.0, tilt_deg=1.0)
+    # from 1 degree off overhead a hump hardly moves the board's face in the photo, and the fit reads its height
+    # loosely (20.6 mm for 15 here); the board is placed as well as ever. Counted at its height, the estimate
+    # refused it at 20.6 mm; it moves the face less than auto.hump_unseen_mm (2.5 mm), so it counts that far
+    image, truth = _humped_render(board, 15.0, tilt_deg=1.0)
     outline = auto.find_outline(image, board)
     height = max(abs(v) for v in outline.bow_mm)
     assert outline.placed_by == "grid" and height > settings_of("calibrate")["auto"]["max_hump_mm"]
     off_mm = np.linalg.norm(truth.px_to_mm(outline.corners_px) - board_corners_mm(board), axis=1)
     assert off_mm.max() < 1.5
-    assert off_mm.max() <= outline.error_mm < 4.0 < height
+    assert off_mm.max() <= outline.error_mm <= error_limit() < height  # kept
 
 
 @needs_fixtures
