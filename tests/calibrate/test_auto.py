@@ -115,13 +115,14 @@ def _humped_render(board, hump_mm, tilt_deg=None):
 @pytest.mark.parametrize("hump_mm", [6.0, 20.0])
 def test_a_hump_no_board_has_is_not_believed(board, hump_mm):
     # the printed lines of a board humped 20 mm bend as no board's do (auto.max_hump_mm: boards have a few
-    # mm): such a fit is what a wrong registration or lens looks like, so the estimate is at least as far as
-    # the hump moves the board in the photo (the board refused); a hump boards do have is fitted and believed
+    # mm): such a fit is what a wrong registration or lens looks like, so the estimate is at least its height
+    # (the board refused: this camera sees the hump move the board 9 mm, over auto.hump_unseen_mm); a hump
+    # boards do have is fitted and believed
     image, _ = _humped_render(board, hump_mm)
     outline = auto.find_outline(image, board)
     assert outline.placed_by == "grid" and abs(outline.bow_mm[0] - hump_mm) < 2.5
     if hump_mm > settings_of("calibrate")["auto"]["max_hump_mm"]:
-        assert outline.error_mm > error_limit()
+        assert outline.error_mm >= abs(outline.bow_mm[0]) > error_limit()
     else:
         assert outline.error_mm < 3.0
 
