@@ -67,12 +67,14 @@ class BoardSearch:
     next_t: float = float("-inf")
     last: KnockcamError | None = None  # why the last try was refused
 
-    def small(self, board: Board) -> str | None:
-        """How little of the frame the last refused board spanned, when small (choose.small_in_view); else None."""
+    def closer(self, board: Board) -> str:
+        """Moving the camera closer, when the last refused board was small in the frame (choose.small_in_view,
+        saying how little of it the board spanned); else ""."""
         from knockcam.calibrate.choose import small_in_view
         from knockcam.calibrate.quality import Refused
 
-        return small_in_view(self.last.calibration, board, "frame") if isinstance(self.last, Refused) else None
+        small = small_in_view(self.last.calibration, board, "frame") if isinstance(self.last, Refused) else None
+        return "" if small is None else f"move the camera closer ({small})"
 
     def gave_up(self, why: str, board: Board) -> str:
         """The one-line error when the board was never found: the last refusal's reason (its advice is for
@@ -85,8 +87,8 @@ class BoardSearch:
         offer = offered_max_error(last.calibration) if isinstance(last, Refused) else None
         accept = "" if offer is None else f", or accept the last one with --max-error {offer:g}"
         first = f"{last.what_to_do}, or " if isinstance(last, Unreadable) else ""
-        small = self.small(board)
-        first += f"move the camera closer ({small}), or " if small else ""
+        closer = self.closer(board)
+        first += f"{closer}, or " if closer else ""
         return (f"no --calibration given and the board was not found automatically ({why}; the last: "
                 f"{last.reason}): {first}give --calibration from 'knockcam calibrate' on a photo from this "
                 f"camera{accept}")
@@ -667,8 +669,8 @@ class LiveGame:
             search.last = exc
             if search.tries == 1:
                 self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
-                small = search.small(self.board)
-                closer = f"move the camera closer ({small}), " if small else ""
+                closer = search.closer(self.board)
+                closer += ", " if closer else ""
                 self.tell(f"first frame: {exc.reason}; looking for the board again every "
                           f"{search.retry_s:g} s for {search.give_up_s:g} s: {closer}clear the board, light it and "
                           "let the camera settle")
