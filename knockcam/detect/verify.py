@@ -278,7 +278,9 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
       25 mm across cannot be that close (mostly a weak candidate of the model beside a token both saw).
     - A token it believes in and gives another side, with at least ``recolour_share`` of its chance of
       a token, takes that side, flagged as a disagreement (source ``conflict``): where the refiner has
-      centred the patch on the base, the network tells colours apart better than at ``second_look``."""
+      centred the patch on the base, the network tells colours apart better than at ``second_look``.
+    - A token kept that it gives under ``unsure_below`` chance of a token (both detectors saw it, so it is not
+      dropped) is flagged ``unsure``: a human's call, as a photo alone's doubted token is (``alone_look``)."""
     if verifier is None or not tokens:
         return list(tokens)
     cfg = settings.load("detect")["verify"]["last_look"]
@@ -306,6 +308,8 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
         t, side, chance = tokens[k], SIDES[int(likeliest[k])], p[k, likeliest[k]]
         if side != t.side and chance >= believed and chance >= float(cfg["recolour_share"]) * present[k]:
             t = replace(t, side=side, source="conflict")
+        elif present[k] < float(cfg["unsure_below"]):
+            t = replace(t, unsure=True)
         out.append(t)
     return out
 

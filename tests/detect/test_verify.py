@@ -1,6 +1,7 @@
 """The second look with the empty-board frame: which one-detector tokens go, which weak candidates stay."""
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import cv2
@@ -258,7 +259,21 @@ def test_doubted_tokens_are_dropped_only_where_one_detector_saw_them_or_beside_a
                round(beside_cup): chance_of_blue(near / 2), 630: SURE_BLUE, 800: chance_of_blue(near / 2)}
     kept = last(tokens, answers, hidden=(cup,))
     assert [t.xy_mm[0] for t in kept] == [200.0, 300.0, 630.0, 800.0]
-    assert last(tokens, answers) == [t for t in tokens if t.xy_mm[0] != 100.0]  # no hidden area: only the first goes
+    # no hidden area: only the first goes; the one both detectors saw and the verifier doubts is kept, flagged
+    assert last(tokens, answers) == [replace(t, unsure=t.xy_mm[0] == 300.0) for t in tokens if t.xy_mm[0] != 100.0]
+
+
+def test_a_token_both_detectors_saw_that_the_verifier_doubts_is_kept_flagged_unsure():
+    below = LAST["unsure_below"]
+    tokens = [Token("blue", (100.0, 500.0), 0.9, source="both"),      # doubted: kept, flagged
+              Token("blue", (300.0, 500.0), 0.9, source="both"),      # a little surer: as it was
+              Token("blue", (60.0, 400.0), 0.9, source="verified")]   # doubted at the last look: flagged too
+    assert not any(p.ambiguous for p in assign(tokens, BOARD))      # each well inside a space
+    answers = {100: chance_of_blue(below / 2), 300: chance_of_blue(below * 1.5), 60: chance_of_blue(below / 2)}
+    kept = last(tokens, answers)
+    assert [t.unsure for t in kept] == [True, False, True]
+    assert [p.ambiguous for p in assign(kept, BOARD)] == [True, False, True]
+    assert [UNSURE in p.flags for p in assign(kept, BOARD)] == [True, False, True]
 
 
 def test_a_token_the_verifier_believes_is_of_another_side_takes_that_side_flagged():
