@@ -279,8 +279,9 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
     - A token it believes in and gives another side, with at least ``recolour_share`` of its chance of
       a token, takes that side, flagged as a disagreement (source ``conflict``): where the refiner has
       centred the patch on the base, the network tells colours apart better than at ``second_look``.
-    - A token kept that it gives under ``unsure_below`` chance of a token (both detectors saw it, so it is not
-      dropped) is flagged ``unsure``: a human's call, as a photo alone's doubted token is (``alone_look``)."""
+    - A token it keeps although it gives it under ``unsure_below`` chance of a token (most are ones both
+      detectors saw, which no rule above drops) is flagged ``unsure``: a human's call, as a photo alone's
+      doubted token is (``alone_look``)."""
     if verifier is None or not tokens:
         return list(tokens)
     cfg = settings.load("detect")["verify"]["last_look"]
