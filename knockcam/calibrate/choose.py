@@ -11,7 +11,7 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.quality import check
+from knockcam.calibrate.quality import Blurred, check
 from knockcam.errors import KnockcamError
 
 AUTO_OPTIONS = ["give --corners", "lay the marker sheet"]  # what helps when the automatic calibration is refused
@@ -183,8 +183,9 @@ def calibrate_automatically(image: np.ndarray, board: Board, camera_matrix=None,
 
 def _refuse_if_blurred(image: np.ndarray, refused: Calibration, board: Board, max_error_mm: float | None,
                        options: list[str]) -> None:
-    """Refuses ``refused`` again as a blurred photo's when its printed lines look blurred where it puts them
-    (auto.blurred_lines_px), retaking the photo in focus before ``options``; returns when they look sharp."""
+    """Refuses ``refused`` again as a blurred photo's (``Blurred``) when its printed lines look blurred where it
+    puts them (auto.blurred_lines_px), retaking the photo in focus before ``options``; returns when they look
+    sharp."""
     from knockcam.calibrate.auto import blurred_lines_px
 
     width = blurred_lines_px(image, refused, board)
@@ -195,7 +196,7 @@ def _refuse_if_blurred(image: np.ndarray, refused: Calibration, board: Board, ma
     # a blurred board can still be one an offer of --max-error fits (the glare_crease_bowed fixture: 1.04 mm
     # off, estimated 3.002 mm): the offer is kept beside the advice to retake the photo
     check(refused, max_error_mm, _what_to_do(refused, ["retake it in focus, holding the camera still"] + options),
-          because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)")
+          because=f"the photo is blurred ({shown}; sharp photos show at most {sharp:g} px)", refusal=Blurred)
 
 
 def _named_cause(image: np.ndarray, exc: KnockcamError) -> KnockcamError:

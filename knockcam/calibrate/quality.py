@@ -132,15 +132,20 @@ class Refused(KnockcamError):
         self.calibration = calibration
 
 
+class Blurred(Refused):
+    """A refusal of a board found in a blurred photo (choose's ``_refuse_if_blurred``): the focus is what to
+    mend first, not the camera's distance (live mode says to focus the camera)."""
+
+
 def error_limit(max_error_mm: float | None = None) -> float:
     """The largest calibration error allowed (mm): ``max_error_mm`` as given (--max-error), else calibrate.yaml's."""
     return float(max_error_mm if max_error_mm is not None else settings.load("calibrate")["quality"]["max_error_mm"])
 
 
 def check(calibration: Calibration, max_error_mm: float | None = None, what_to_do: str = "",
-          because: str = "") -> Calibration:
-    """The calibration, or ``Refused`` when its error is larger than allowed (``because``: why, when known, as
-    part of the reason)."""
+          because: str = "", refusal: type[Refused] = Refused) -> Calibration:
+    """The calibration, or ``refusal`` (a ``Refused``) when its error is larger than allowed (``because``: why,
+    when known, as part of the reason)."""
     limit = error_limit(max_error_mm)
     if calibration.error_mm is not None and not calibration.error_mm <= limit:
         hint = what_to_do or "retake the photo with the whole board in view, or give --corners or lay the marker sheet"
@@ -149,7 +154,7 @@ def check(calibration: Calibration, max_error_mm: float | None = None, what_to_d
                       f"({calibration.method})")
         else:  # the estimate has nothing to go on (a board a few pixels across, a degenerate outline)
             reason = f"calibration error too large to estimate ({calibration.method})"
-        raise Refused(f"{reason}: {because}" if because else reason, hint, calibration)
+        raise refusal(f"{reason}: {because}" if because else reason, hint, calibration)
     return calibration
 
 

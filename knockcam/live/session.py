@@ -67,19 +67,24 @@ class BoardSearch:
     next_t: float = float("-inf")
     last: KnockcamError | None = None  # why the last try was refused
 
-    def closer(self, board: Board) -> str:
-        """Moving the camera closer, when the last refused board was small in the frame (choose.small_in_view,
-        saying how little of it the board spanned); else ""."""
+    def at_the_camera(self, board: Board) -> str:
+        """What to change at the camera, from the last refusal: focus it when the frame was blurred (as
+        ``knockcam calibrate`` says to retake a blurred photo in focus, not closer), move it closer when the
+        refused board was small in the frame (choose.small_in_view, saying how little of it the board spanned);
+        else ""."""
         from knockcam.calibrate.choose import small_in_view
-        from knockcam.calibrate.quality import Refused
+        from knockcam.calibrate.quality import Blurred, Refused
 
+        if isinstance(self.last, Blurred):
+            return "focus the camera and hold it still"
         small = small_in_view(self.last.calibration, board, "frame") if isinstance(self.last, Refused) else None
         return "" if small is None else f"move the camera closer ({small})"
 
     def gave_up(self, why: str, board: Board) -> str:
         """The one-line error when the board was never found: the last refusal's reason (its advice is for
-        knockcam score), light first when that frame was far too dark, the camera closer when its board was
-        small in the frame, and the --max-error that would have accepted its board where one is offered."""
+        knockcam score), light first when that frame was far too dark, what to change at the camera
+        (``at_the_camera``: its focus, or closer), and the --max-error that would have accepted its board where
+        one is offered."""
         from knockcam.calibrate.choose import offered_max_error
         from knockcam.calibrate.quality import Refused
 
@@ -87,8 +92,8 @@ class BoardSearch:
         offer = offered_max_error(last.calibration) if isinstance(last, Refused) else None
         accept = "" if offer is None else f", or accept the last one with --max-error {offer:g}"
         first = f"{last.what_to_do}, or " if isinstance(last, Unreadable) else ""
-        closer = self.closer(board)
-        first += f"{closer}, or " if closer else ""
+        camera = self.at_the_camera(board)
+        first += f"{camera}, or " if camera else ""
         return (f"no --calibration given and the board was not found automatically ({why}; the last: "
                 f"{last.reason}): {first}give --calibration from 'knockcam calibrate' on a photo from this "
                 f"camera{accept}")
@@ -669,10 +674,10 @@ class LiveGame:
             search.last = exc
             if search.tries == 1:
                 self.log.append("camera", trouble="board not found", message=str(exc), frame=frame.index)
-                closer = search.closer(self.board)
-                closer += ", " if closer else ""
+                camera = search.at_the_camera(self.board)
+                camera += ", " if camera else ""
                 self.tell(f"first frame: {exc.reason}; looking for the board again every "
-                          f"{search.retry_s:g} s for {search.give_up_s:g} s: {closer}clear the board, light it and "
+                          f"{search.retry_s:g} s for {search.give_up_s:g} s: {camera}clear the board, light it and "
                           "let the camera settle")
             if frame.t - search.first_t >= search.give_up_s:
                 raise KnockcamError(search.gave_up(f"{search.tries} tries over {search.give_up_s:g} s of frames",

@@ -8,7 +8,7 @@ import pytest
 
 from knockcam.calibrate import calibrate
 from knockcam.calibrate.calibration import Calibration
-from knockcam.calibrate.quality import board_corners_mm, corner_errors_mm
+from knockcam.calibrate.quality import Blurred, Refused, board_corners_mm, corner_errors_mm
 from knockcam.errors import KnockcamError
 
 SCENES = Path(__file__).resolve().parents[2] / "fixtures" / "scenes"
@@ -210,10 +210,12 @@ def test_a_blurred_photo_refused_for_its_error_is_told_to_be_retaken(board):
     with pytest.raises(KnockcamError, match=r"over the 3 mm limit \(auto\): the photo is blurred .* retake it") as err:
         calibrate(shaken, board)
     assert "blurred" in err.value.reason  # live mode, with advice of its own, tells the reason alone
+    assert isinstance(err.value, Blurred)  # ... and says to focus the camera
     sharp = cv2.imdecode(np.frombuffer(make_photo(board, 3005, 157)[0], np.uint8), cv2.IMREAD_COLOR)
     with pytest.raises(KnockcamError, match="over the 3 mm limit") as refused:
         calibrate(sharp, board)
     assert "blurred" not in str(refused.value)
+    assert isinstance(refused.value, Refused) and not isinstance(refused.value, Blurred)
 
 
 def test_a_sharp_board_refused_for_its_estimate_can_be_accepted_with_max_error(board):

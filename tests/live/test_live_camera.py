@@ -317,6 +317,35 @@ def test_a_board_small_in_the_frame_is_told_to_bring_the_camera_closer(empty_720
                for t in prompter.told)
 
 
+def test_a_blurred_frame_is_told_to_focus_the_camera_not_to_bring_it_closer(empty_720p, tmp_path, monkeypatch):
+    """A board refused as blurred (``Blurred``: its printed lines wider than a sharp frame's) is told to focus the
+    camera, at the first refusal and in the last word, and not to move it closer although it is small in the
+    frame too: ``knockcam calibrate`` tells a blurred photo to be retaken in focus, not closer."""
+    from knockcam import settings
+    from knockcam.calibrate import choose
+    from knockcam.calibrate.calibration import Calibration
+    from knockcam.calibrate.quality import Blurred
+
+    empty, _ = empty_720p
+    s = 0.25  # px per mm: small in the frame, as in the test above
+    small = Calibration("auto", (1280, 720), np.array([[s, 0, 640 - 200 * s], [0, -s, 360 + 457.5 * s], [0, 0, 1.0]]),
+                        error_mm=8.0)
+
+    def refused(*args, **kwargs):
+        raise Blurred("calibration error 8.0 mm is over the 3 mm limit (auto): the photo is blurred (its printed "
+                      "lines are 9 px wide; sharp photos show at most 5 px)", "retake it in focus", small)
+
+    monkeypatch.setattr(choose, "calibrate_automatically", refused)
+    monkeypatch.setitem(settings.load("live")["calibration"], "give_up_s", 2.0)
+    _, prompter, live = _search_game(tmp_path)
+    with pytest.raises(KnockcamError) as err:
+        live.run(list_source([empty] * 90, 30.0))
+    assert "at most 5 px)): focus the camera and hold it still, or give --calibration" in str(err.value)
+    first = [t for t in prompter.told if t.startswith("first frame: calibration error 8.0 mm")]
+    assert len(first) == 1 and "2 s: focus the camera and hold it still, clear the board" in first[0]
+    assert "closer" not in str(err.value) and "closer" not in first[0]
+
+
 def _given_game(tmp_path, calibration, model=None):
     log = tmp_path / "given.jsonl"
     new_log(log, order=DEMO_ORDER, board_path=None, tokens_per_side=DEMO_TOKENS, reslide_off_board="none",
