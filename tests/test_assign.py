@@ -97,7 +97,7 @@ def test_a_token_added_by_hand_rests_well_inside_its_space_even_an_l_shaped_one(
 def test_a_smaller_sigma_makes_the_same_call_sure(board):
     token = Token("blue", (175.0, 350.0), 0.9, sigma_mm=1.0)  # 13 mm from the line
     assert not assign([token], board)[0].ambiguous
-    wide = Token("blue", (175.0, 350.0), 0.9, sigma_mm=6.0)
+    wide = Token("blue", (175.0, 350.0), 0.9, sigma_mm=7.0)
     assert assign([wide], board)[0].ambiguous
 
 

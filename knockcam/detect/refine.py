@@ -73,7 +73,7 @@ class Placing:
 
     def sigma_mm(self, expected: np.ndarray) -> np.ndarray:
         """A token's 1-sigma position error from the error the network expects on each axis (N, 2), by
-        assign's convention: ambiguity.sigmas times it is the 90th percentile of the base error, as its
+        assign's convention: ambiguity.p90_sigmas times it is the 90th percentile of the base error, as its
         trainer measured on held-out renders."""
         return self.sigma_per_scale * np.hypot(expected[:, 0], expected[:, 1])
 

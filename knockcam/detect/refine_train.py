@@ -6,7 +6,7 @@ candidate within ``near_mm`` of a standing true token at least ``min_visible`` i
 target is where that token's true base lies from it, in the patch's frame. Trains with
 knockcam.detect.patch_train (smooth L1 on the offset and on the error it expects to leave), exports
 it, then measures it on renders of other seeds: the base error before and after, and the factor
-from its expected error to a token's sigma (assign's convention: ambiguity.sigmas sigma is the 90th
+from its expected error to a token's sigma (assign's convention: ambiguity.p90_sigmas sigma is the 90th
 percentile of the error), which it stores in the network's metadata.
 Recipe: data/detect.yaml ``refine.train``; each of its ``members`` (models/refine.onnx,
 models/refine_2.onnx: asked together at run time) is that recipe on its own renders and initialisation.
@@ -75,7 +75,7 @@ def _near_standing(frames: list[np.ndarray], calibration, board: Board, candidat
 
 def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray, section: str = "refine") -> dict:
     """The exported refiner (onnxruntime, as at run time) on held-out candidates: the base error (mm)
-    before and after, and ``sigma_per_scale``, the factor that makes ambiguity.sigmas times a token's
+    before and after, and ``sigma_per_scale``, the factor that makes ambiguity.p90_sigmas times a token's
     sigma the 90th percentile of the error left."""
     from knockcam.detect.refine import BaseRefiner
 
@@ -85,7 +85,7 @@ def measure(path: Path, cut: np.ndarray, lean: np.ndarray, offsets: np.ndarray, 
     expected = np.hypot(*np.concatenate([p[1] for p in parts]).T)
     before = np.hypot(offsets[:, 0], offsets[:, 1])
     after = np.hypot(*(offsets - move).T)
-    sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
+    sigmas = float(settings.load("assign")["ambiguity"]["p90_sigmas"])
     per_scale = float(np.percentile(after / expected, 90) / sigmas)
     sigma = per_scale * expected
     limit = float(settings.load("detect")[section]["max_move_mm"])

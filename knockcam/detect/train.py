@@ -263,7 +263,7 @@ class Evaluation:
     ms_p95: float
     match_mm: float
     # per score band of detect.yaml's model.sigma_by_score: {"score_min", "tokens", "median_mm", "p90_mm",
-    # "sigma_mm"}, where sigma_mm = p90 / assign's sigmas: the uncertainty that flags as many close calls
+    # "sigma_mm"}, where sigma_mm = p90 / assign's p90_sigmas: the uncertainty that flags as many close calls
     error_by_score: list = field(default_factory=list)
 
 
@@ -358,7 +358,7 @@ def evaluate(model_path: Path | None, dataset: Path, limit: int | None = None, b
 
 def _error_by_score(errors: np.ndarray, scores: np.ndarray, table) -> list[dict]:
     """Base error of matched tokens in each score band of ``table`` (knockcam.detect.model.sigma_table)."""
-    sigmas = float(settings.load("assign")["ambiguity"]["sigmas"])
+    sigmas = float(settings.load("assign")["ambiguity"]["p90_sigmas"])
     out, upper = [], np.inf
     for lowest, _ in table:
         err = errors[(scores >= lowest) & (scores < upper)]

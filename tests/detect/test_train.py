@@ -81,13 +81,13 @@ def test_evaluation_json_writes_unmeasurable_figures_as_null():
     assert data["error_mm_median"] is None and data["ms_median"] == 5.0
 
 
-def test_error_by_score_gives_each_band_the_sigma_that_puts_its_p90_at_the_flag_line():
+def test_error_by_score_gives_each_band_the_sigma_whose_p90_sigmas_multiple_is_its_p90():
     errors = np.array([0.5] * 9 + [2.5] + [1.0] * 9 + [5.0] + [9.0])
     scores = np.array([0.95] * 10 + [0.85] * 10 + [0.3])
     bands = training._error_by_score(errors, scores, ((0.9, 1.0), (0.5, 2.0), (0.0, 4.0)))
     assert [b["tokens"] for b in bands] == [10, 10, 1]
     assert bands[0]["median_mm"] == 0.5 and bands[0]["p90_mm"] == pytest.approx(0.7)  # 2.5 is the top 10%
-    assert bands[0]["sigma_mm"] == pytest.approx(0.7 / 2.5, abs=0.01)  # assign.yaml: 2.5 sigmas
+    assert bands[0]["sigma_mm"] == pytest.approx(0.7 / 2.5, abs=0.01)  # assign.yaml: p90_sigmas 2.5
     assert bands[2]["p90_mm"] == 9.0
     empty = training._error_by_score(np.array([]), np.array([]), ((0.0, 1.0),))
     assert empty == [{"score_min": 0.0, "tokens": 0, "median_mm": None, "p90_mm": None, "sigma_mm": None}]
