@@ -94,10 +94,16 @@ def effective_sigma(token: Token, cfg: dict | None = None) -> float:
     return sigma
 
 
+def close_call_band_mm(sigma_mm: float, cfg: dict | None = None) -> float:
+    """How near a deciding line a base with this uncertainty is a close call: ``ambiguity.sigmas`` x its sigma
+    (data/assign.yaml), at least ``min_margin_mm``."""
+    amb = (cfg or settings.load("assign"))["ambiguity"]
+    return max(float(amb["sigmas"]) * float(sigma_mm), float(amb["min_margin_mm"]))
+
+
 def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Position]:
     """One Position per token, in the order given: coverage by the board's geometry and the sanity checks."""
     cfg = settings.load("assign")
-    amb = cfg["ambiguity"]
     for token in tokens:
         if token.side not in SIDES:
             raise KnockcamError(f"token side {token.side!r} is not one of {', '.join(SIDES)}")
@@ -111,7 +117,7 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
         rest = cov[i]
         sigma = effective_sigma(token, cfg)
         margin = float(rest.margin_mm) if np.isfinite(rest.margin_mm) else 0.0
-        close = margin < max(float(amb["sigmas"]) * sigma, float(amb["min_margin_mm"]))
+        close = margin < close_call_band_mm(sigma, cfg)
         flags = []
         if close:
             flags.append(CLOSE_CALL)

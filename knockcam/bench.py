@@ -21,7 +21,8 @@ import cv2
 import numpy as np
 
 from knockcam import settings
-from knockcam.assign import CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, UNSURE, Position, assign, hidden_spaces
+from knockcam.assign import (CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, UNSURE, Position, assign, close_call_band_mm,
+                             hidden_spaces)
 from knockcam.board.geometry import coverage
 from knockcam.board.layout import Board
 from knockcam.calibrate.calibration import Calibration
@@ -131,9 +132,8 @@ def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = F
 
 def fallen_band_mm() -> float:
     """How close to a deciding line a lying token is a close call even where it is placed exactly: its
-    uncertainty is at least ``fallen_sigma_mm`` (data/assign.yaml), times the close-call band ``sigmas``."""
-    amb = settings.load("assign")["ambiguity"]
-    return max(float(amb["sigmas"]) * float(amb["fallen_sigma_mm"]), float(amb["min_margin_mm"]))
+    uncertainty is at least ``fallen_sigma_mm`` (data/assign.yaml), and its band assign's for that uncertainty."""
+    return close_call_band_mm(float(settings.load("assign")["ambiguity"]["fallen_sigma_mm"]))
 
 
 def flag_floor(truth: tuple[TrueToken, ...]) -> dict[str, int]:

@@ -83,7 +83,8 @@ def print_explanations(scored, explanations, sides, out: Path | None) -> None:
         console.print(table)
         flags = ", ".join(f.replace("_", " ") for f in e.flags) or "none"
         console.print(f"  margin {e.margin_mm:.1f} mm (the base centre can move this far before the call changes; "
-                      f"runner-up {space_name(scored.board, e.runner_up)}); uncertainty {e.sigma_mm:.1f} mm; "
+                      f"runner-up {space_name(scored.board, e.runner_up)}); uncertainty {e.sigma_mm:.1f} mm (a call is "
+                      f"close within {e.close_within_mm:.1f} mm of a line); "
                       f"confidence {e.confidence:.2f}; detector {e.source}; flags: {flags}")
     if out is not None:
         console.print(f"close-ups: {out}", soft_wrap=True)

@@ -2,8 +2,8 @@
 behind each call.
 
 For each token: the share of its base on every space it touches (and on no space / off the
-board), the call, the runner-up, the margin in mm against the uncertainty used, and a magnified
-top-down close-up of the photo with the layout over it.
+board), the call, the runner-up, the margin in mm against the close-call band its uncertainty gives, and a
+magnified top-down close-up of the photo with the layout over it.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from knockcam.assign import doubt_words
+from knockcam.assign import close_call_band_mm, doubt_words
 from knockcam.board.geometry import NO_SPACE, OFF_BOARD, coverage
 from knockcam.errors import KnockcamError
 from knockcam.report import draw as d
@@ -30,6 +30,7 @@ class Explanation:
     shares: tuple[tuple[str, float], ...]  # (category, share of the base), share > 0, largest first
     margin_mm: float
     sigma_mm: float
+    close_within_mm: float  # a margin under this is a close call (assign.close_call_band_mm of sigma_mm)
     ambiguous: bool
     runner_up: str | None
     confidence: float
@@ -40,7 +41,8 @@ class Explanation:
     def to_dict(self) -> dict:
         return {"n": self.number, "side": self.side, "call": self.call,
                 "shares": {k: round(v, 4) for k, v in self.shares}, "margin_mm": round(self.margin_mm, 2),
-                "sigma_mm": round(self.sigma_mm, 2), "ambiguous": self.ambiguous, "runner_up": self.runner_up,
+                "sigma_mm": round(self.sigma_mm, 2), "close_within_mm": round(self.close_within_mm, 2),
+                "ambiguous": self.ambiguous, "runner_up": self.runner_up,
                 "confidence": round(self.confidence, 3), "xy_mm": [round(v, 2) for v in self.xy_mm],
                 "flags": list(self.flags), "source": self.source}
 
@@ -89,7 +91,8 @@ def explain(scored, sides: tuple[str, ...], numbers: tuple[int, ...] = ()) -> li
         shares += [(NO_SPACE, float(cov.no_space[row])), (OFF_BOARD, float(cov.off_board[row]))]
         shares = sorted(((k, v) for k, v in shares if v > 5e-4), key=lambda kv: -kv[1])
         out.append(Explanation(number=i + 1, side=p.side, call=call_words(board, p), shares=tuple(shares),
-                               margin_mm=float(p.margin_mm), sigma_mm=float(p.sigma_mm), ambiguous=bool(p.ambiguous),
+                               margin_mm=float(p.margin_mm), sigma_mm=float(p.sigma_mm),
+                               close_within_mm=close_call_band_mm(p.sigma_mm), ambiguous=bool(p.ambiguous),
                                runner_up=p.runner_up, confidence=float(p.token.confidence),
                                xy_mm=tuple(float(v) for v in p.token.xy_mm), flags=tuple(p.flags),
                                source=p.token.source))
@@ -131,5 +134,5 @@ def explain_image(scored, explanations: list[Explanation], tile: int = 360) -> n
             ty += 19
             d.put(img, f"{share:6.1%}  {space_name(board, cat)}", (x + 4, ty), 0.5, d.INK, 1)
         ty += 21
-        d.put(img, f"margin {e.margin_mm:.1f} mm vs uncertainty {e.sigma_mm:.1f} mm", (x + 4, ty), 0.5, color, 1)
+        d.put(img, f"margin {e.margin_mm:.1f} mm, close within {e.close_within_mm:.1f} mm", (x + 4, ty), 0.5, color, 1)
     return img

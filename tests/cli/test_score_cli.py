@@ -70,6 +70,7 @@ def test_explain_prints_every_share(tmp_path, scene):
     for token in data["tokens"]:
         assert token["side"] == side
         assert abs(sum(token["shares"].values()) - 1.0) < 5e-3
+        assert token["close_within_mm"] >= 1.0  # assign.yaml min_margin_mm
     assert cv2.imread(str(out)) is not None
     result = knockcam("explain", scene.photo, "--token", "purple", "--calibration", scene.calibration)
     assert result.returncode == 2 and "purple" in result.stderr
@@ -79,6 +80,9 @@ def test_explain_prints_every_share(tmp_path, scene):
     data = json.loads(result.stdout)
     assert data["numbers"] == [1] and [t["n"] for t in data["tokens"]] == [1]
     assert (tmp_path / f"{Path(scene.photo).stem}-1-explain.png").is_file()
+    result = knockcam("explain", scene.photo, "--token", "#1", "--calibration", scene.calibration, cwd=tmp_path)
+    band = data["tokens"][0]["close_within_mm"]
+    assert result.returncode == 0 and f"(a call is close within {band:.1f} mm of a line)" in result.stdout
 
 
 def test_demo_from_the_repository(tmp_path):

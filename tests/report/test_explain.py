@@ -34,6 +34,8 @@ def test_shares_add_up_and_agree_with_the_call():
         expected = p.space if p.state == "on_space" else p.state
         assert top == expected and share == pytest.approx(p.coverage, abs=1e-3)
         assert e.ambiguous == p.ambiguous and e.margin_mm == pytest.approx(p.margin_mm)
+        # the band it shows is the one assign flagged the call by
+        assert (e.margin_mm < e.close_within_mm) == ("close_call" in p.flags) and e.close_within_mm >= 1.0
 
 
 def test_only_the_asked_side_is_explained():
