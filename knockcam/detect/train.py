@@ -263,7 +263,7 @@ class Evaluation:
     ms_p95: float
     match_mm: float
     # per score band of detect.yaml's model.sigma_by_score: {"score_min", "tokens", "median_mm", "p90_mm",
-    # "sigma_mm"}, where sigma_mm = p90 / assign's p90_sigmas: the uncertainty that flags as many close calls
+    # "sigma_mm"}, where sigma_mm = p90 / assign's p90_sigmas: a token's sigma as every detector gives it
     error_by_score: list = field(default_factory=list)
 
 
