@@ -94,11 +94,12 @@ def effective_sigma(token: Token, cfg: dict | None = None) -> float:
     return sigma
 
 
-def close_call_band_mm(sigma_mm: float, cfg: dict | None = None) -> float:
-    """How near a deciding line a base with this uncertainty is a close call: ``ambiguity.sigmas`` x its sigma
-    (data/assign.yaml), at least ``min_margin_mm``."""
+def close_call_band_mm(sigma_mm: float, cfg: dict | None = None, *, sigmas: float | None = None) -> float:
+    """How near a deciding line a base with this uncertainty is a close call: ``sigmas`` (None: ``ambiguity.sigmas``
+    of data/assign.yaml) x its sigma, at least ``min_margin_mm``."""
     amb = (cfg or settings.load("assign"))["ambiguity"]
-    return max(float(amb["sigmas"]) * float(sigma_mm), float(amb["min_margin_mm"]))
+    k = float(amb["sigmas"]) if sigmas is None else float(sigmas)
+    return max(k * float(sigma_mm), float(amb["min_margin_mm"]))
 
 
 def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Position]:

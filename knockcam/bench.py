@@ -119,11 +119,10 @@ def count_bands(tally: Tally, p: Position | None, right: bool, flagged: bool = F
     ``flagged``: flagged whatever the band, e.g. not found under a hidden area): the same positions,
     flagged when the margin is under that many sigma (at least min_margin_mm) or for any other
     reason. Shows what fewer flags would cost in unflagged calls."""
-    floor_mm = min_margin_mm()
     other = p is not None and bool(set(p.flags) & {DISAGREEMENT, UNSURE, EXTRA_TOKEN})
     for k in FLAG_BANDS:
         counts = tally.bands.setdefault(k, [0, 0, 0])
-        if flagged or (p is not None and (other or p.margin_mm < max(k * p.sigma_mm, floor_mm))):
+        if flagged or (p is not None and (other or p.margin_mm < close_call_band_mm(p.sigma_mm, sigmas=k))):
             counts[0] += 1
         else:
             counts[1] += 1

@@ -30,13 +30,17 @@ class Explanation:
     shares: tuple[tuple[str, float], ...]  # (category, share of the base), share > 0, largest first
     margin_mm: float
     sigma_mm: float
-    close_within_mm: float  # a margin under this is a close call (assign.close_call_band_mm of sigma_mm)
     ambiguous: bool
     runner_up: str | None
     confidence: float
     xy_mm: tuple[float, float]
     flags: tuple[str, ...]
     source: str
+
+    @property
+    def close_within_mm(self) -> float:
+        """A margin under this is a close call: assign's band for this uncertainty."""
+        return close_call_band_mm(self.sigma_mm)
 
     def to_dict(self) -> dict:
         return {"n": self.number, "side": self.side, "call": self.call,
@@ -91,8 +95,7 @@ def explain(scored, sides: tuple[str, ...], numbers: tuple[int, ...] = ()) -> li
         shares += [(NO_SPACE, float(cov.no_space[row])), (OFF_BOARD, float(cov.off_board[row]))]
         shares = sorted(((k, v) for k, v in shares if v > 5e-4), key=lambda kv: -kv[1])
         out.append(Explanation(number=i + 1, side=p.side, call=call_words(board, p), shares=tuple(shares),
-                               margin_mm=float(p.margin_mm), sigma_mm=float(p.sigma_mm),
-                               close_within_mm=close_call_band_mm(p.sigma_mm), ambiguous=bool(p.ambiguous),
+                               margin_mm=float(p.margin_mm), sigma_mm=float(p.sigma_mm), ambiguous=bool(p.ambiguous),
                                runner_up=p.runner_up, confidence=float(p.token.confidence),
                                xy_mm=tuple(float(v) for v in p.token.xy_mm), flags=tuple(p.flags),
                                source=p.token.source))
