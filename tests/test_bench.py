@@ -197,7 +197,7 @@ def test_flags_are_counted_by_reason_and_the_floor_is_what_no_detector_escapes()
     # the fallen token lies far from every line: told (its flag), not left to a human
     assert tally.flagged == 1 and tally.flag_reasons == {"disagreement": 1} and "fallen" in found[0].flags
     # a true token 0.3 mm from the edge between two spaces is within assign's 1 mm floor whatever finds it;
-    # a fallen one 10 mm from it is within the close-call band of a fallen token's uncertainty (2 x 7.5 mm)
+    # a fallen one 10 mm from it is within the close-call band of a fallen token's uncertainty (2 x 6 mm)
     space = next(s for s in BOARD.spaces if s.kind == "property")
     ys = [p[1] for p in space.polygon]
     x_mid = sum(p[0] for p in space.polygon) / len(ys)
@@ -212,7 +212,7 @@ def test_flags_are_counted_by_reason_and_the_floor_is_what_no_detector_escapes()
     text = report([tally], {"floor": flag_floor(truth)}, "knockcam bench --scenes 1", 1, 0, "none")
     assert "| t | 0.00% | 50.00% | 0.00% | 0.00% | 0.00% | 0.00% |" in text
     assert "would still flag 50.00% of these tokens: 25.00% stand within 1 mm" in text
-    assert "and 25.00% lie fallen within 15 mm of one" in text
+    assert "and 25.00% lie fallen within 12 mm of one" in text
     assert "0 of these 1 scenes (0.00%) have a token on the board less than 15% in view" in text
 
 
