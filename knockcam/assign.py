@@ -23,6 +23,7 @@ from knockcam.sides import SIDES
 CLOSE_CALL = "close_call"  # the base centre is within the uncertainty band of a line that changes the answer
 EXTRA_TOKEN = "extra_token"  # more tokens of this side than the game has (R2): the least confident ones
 FALLEN = "fallen"  # fell over: stood back up where it fell (S3), its base centre less sure (fallen_sigma_mm)
+MAYBE_FALLEN = "maybe_fallen"  # it may lie down (knockcam.detect.fallen): where it was found, as unsure as a fallen one
 DISAGREEMENT = "disagreement"  # two detectors disagreed about this token (see knockcam.detect.combine)
 UNSURE = "unsure"  # a look doubts the token: a weak score (it may be no token at all), or another colour seen there
 OFF = "off_board"  # most of the base is off the board (S2): out for the round
@@ -41,7 +42,7 @@ def doubt_words(position) -> str:
     for every place that says it: the score line, the evidence, explain, game files and the live review)."""
     if CLOSE_CALL in position.flags:
         return "close call"
-    reasons = [flag for flag in position.flags if flag not in (OFF, FALLEN, HUMAN_CALL)]
+    reasons = [flag for flag in position.flags if flag not in (OFF, FALLEN, MAYBE_FALLEN, HUMAN_CALL)]
     return (reasons[0] if reasons else "in doubt").replace("_", " ")
 
 
@@ -84,10 +85,11 @@ class Position:
 
 
 def effective_sigma(token: Token, cfg: dict | None = None) -> float:
-    """The token's positional uncertainty, widened for fallen tokens and detector disagreements."""
+    """The token's positional uncertainty, widened for fallen tokens (and those that may be) and detector
+    disagreements."""
     cfg = cfg or settings.load("assign")
     sigma = float(token.sigma_mm)
-    if token.fallen:
+    if token.fallen or token.maybe_fallen:
         sigma = max(sigma, float(cfg["ambiguity"]["fallen_sigma_mm"]))
     if token.source in DISPUTED_SOURCES:
         sigma = max(sigma, float(cfg["ambiguity"]["disagreement_sigma_mm"]))
@@ -126,6 +128,8 @@ def assign(tokens: list[Token] | tuple[Token, ...], board: Board) -> list[Positi
             flags.append(EXTRA_TOKEN)
         if token.fallen:
             flags.append(FALLEN)
+        elif token.maybe_fallen:
+            flags.append(MAYBE_FALLEN)
         if token.source in DISPUTED_SOURCES:
             flags.append(DISAGREEMENT)
         if token.unsure:

@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from knockcam.assign import (ADDED, CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, NOT_A_TOKEN, OFF,
-                             UNSURE, added_token, assign, check_category, human_call)
+from knockcam.assign import (ADDED, CLOSE_CALL, DISAGREEMENT, EXTRA_TOKEN, FALLEN, HUMAN_CALL, MAYBE_FALLEN,
+                             NOT_A_TOKEN, OFF, UNSURE, added_token, assign, check_category, doubt_words, human_call)
 from knockcam.board import load_board
 from knockcam.detect.tokens import Token
 from knockcam.errors import KnockcamError
@@ -125,6 +125,18 @@ def test_fallen_and_disputed_tokens_widen_the_uncertainty(board):
     assert FALLEN in pf.flags and CLOSE_CALL in pf.flags and pf.ambiguous
     assert DISAGREEMENT in pd.flags and pd.ambiguous
     assert not pu.ambiguous
+
+
+def test_a_token_that_may_lie_down_is_as_close_a_call_as_a_lying_one_but_stays_where_found(board):
+    # the fallen network half believes it (knockcam.detect.fallen maybe_above): found on its body, its base
+    # may be 10-20 mm away, so 10 mm from a line it is a close call; well inside a space it is told, not flagged
+    near = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5, maybe_fallen=True)
+    inside = Token("red", centre(board, "boardwalk"), 0.9, sigma_mm=1.5, maybe_fallen=True)
+    pn, pi = assign([near, inside], board)
+    assert pn.ambiguous and pn.flags == (CLOSE_CALL, MAYBE_FALLEN)
+    assert pn.sigma_mm == load("assign")["ambiguity"]["fallen_sigma_mm"] and pn.token.xy_mm == near.xy_mm
+    assert pi.flags == (MAYBE_FALLEN,) and not pi.ambiguous and pi.space == "boardwalk"
+    assert doubt_words(pn) == "close call"
 
 
 def test_a_fallen_token_well_inside_a_space_is_told_but_not_a_close_call(board):

@@ -58,6 +58,11 @@ class FallenClassifier(PatchClassifier):
         """P(lying) at which a token is marked fallen."""
         return float(settings.load("detect")[self.section]["threshold"])
 
+    @property
+    def maybe_above(self) -> float:
+        """P(lying) from which, under ``threshold``, a token is marked ``maybe_fallen``."""
+        return float(settings.load("detect")[self.section]["maybe_above"])
+
     def probability(self, x: np.ndarray) -> np.ndarray:
         """P(lying down) for each row of ``network_input``."""
         if not len(x):
@@ -104,15 +109,18 @@ def load_pair(path: str | Path | None = None) -> FallenPairClassifier | None:
 
 def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration, board: Board,
                 classifier: FallenClassifier | None, pair: PhotoPair | None = None) -> list[Token]:
-    """``tokens`` with those the classifier finds lying down marked ``fallen`` (at its ``threshold``).
+    """``tokens`` with those the classifier finds lying down marked ``fallen`` (at its ``threshold``), and those
+    it half believes lie down (from ``maybe_above``) marked ``maybe_fallen``: a lying token it misses is placed
+    on its body, 10-20 mm from its base, so near a line its call is as close as a lying token's.
     With ``pair`` (the photo and its empty frame), the patches are taken from the ones it keeps: the last
     look (knockcam.detect.verify) is at the same bases. A classifier that sees the empty frame
     (FallenPairClassifier) needs ``pair``."""
     if classifier is None or not tokens:
         return list(tokens)
     x = _input([t.xy_mm for t in tokens], image, calibration, board, classifier, pair)
-    p, threshold = classifier.probability(x), classifier.threshold
-    return [replace(t, fallen=True) if pk >= threshold else t for t, pk in zip(tokens, p)]
+    p, threshold, maybe = classifier.probability(x), classifier.threshold, classifier.maybe_above
+    return [replace(t, fallen=True) if pk >= threshold else replace(t, maybe_fallen=True) if pk >= maybe else t
+            for t, pk in zip(tokens, p)]
 
 
 class FallenPlacer(BaseRefiner):

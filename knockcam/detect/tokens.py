@@ -25,6 +25,8 @@ class Token:
                            # verify: verified (one detector saw it, the second look confirmed it),
                            # verifier_only (neither detector reported it: found beside a token)
     fallen: bool = False
+    maybe_fallen: bool = False  # the fallen network half believes it lies down (knockcam.detect.fallen): left where it
+                                # was found, but its base is as uncertain as a lying token's
     unsure: bool = False  # a look doubts this token (a weak score, or another colour seen there): a human decides
 
 

@@ -231,7 +231,8 @@ def _label_text(p, i: int) -> str:
     if "added_by_hand" in p.flags:
         return f"#{i + 1} added by hand"
     if "close_call" in p.flags:  # a lying token's base is placed from its body: said, as the close-ups say it
-        return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm" + (" fallen" if "fallen" in p.flags else "")
+        lying = " fallen" if "fallen" in p.flags else " maybe fallen" if "maybe_fallen" in p.flags else ""
+        return f"#{i + 1} {p.coverage:.0%} close {p.margin_mm:.1f}mm{lying}"
     if p.ambiguous:  # in doubt for another reason: a disagreement, a doubted or extra token
         return f"#{i + 1} {p.coverage:.0%} look: {doubt_words(p)}"
     if p.state == OFF_BOARD:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import cv2
 import numpy as np
 import pytest
@@ -277,6 +279,9 @@ def test_a_call_left_to_a_human_for_another_reason_than_a_close_call_says_which(
     assert close_up_caption(scored, 0)[2] == f"disagreement, margin {p.margin_mm:.1f} mm"
     close = _scored([_boundary_token()[0]])
     assert " close " in _label_text(close.positions[0], 0) and close_up_caption(close, 0)[2].startswith("margin ")
+    lying, maybe = (_scored([replace(_boundary_token()[0], **{kind: True})]) for kind in ("fallen", "maybe_fallen"))
+    assert _label_text(lying.positions[0], 0).endswith("mm fallen")
+    assert _label_text(maybe.positions[0], 0).endswith("mm maybe fallen")
 
 
 def test_a_token_in_doubt_itself_is_staked_as_no_token_at_all():
