@@ -132,7 +132,8 @@ def test_a_token_half_believed_lying_is_marked_maybe_fallen_from_its_own_bar(sec
     assert 0 < cfg["maybe_above"] < cfg["threshold"]
     classifier = Sure([cfg["maybe_above"], cfg["maybe_above"] - 0.01, cfg["threshold"]])
     classifier.section = section
-    tokens = [Token("red", (200.0, 500.0), 0.9), Token("blue", (120.0, 350.0), 0.8), Token("green", (300.0, 700.0), 0.9)]
+    tokens = [Token("red", (200.0, 500.0), 0.9), Token("blue", (120.0, 350.0), 0.8),
+              Token("green", (300.0, 700.0), 0.9)]
     out = fallen.mark_fallen(tokens, image, cal, BOARD, classifier, pair)
     assert [(t.fallen, t.maybe_fallen) for t in out] == [(False, True), (False, False), (True, False)]
 
