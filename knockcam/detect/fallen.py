@@ -8,7 +8,8 @@ an amount the camera's height fixes, given to the classifier as a fourth channel
 anywhere), and
 a small convolutional network (models/fallen.onnx, run with onnxruntime) says how likely it lies
 down. Tokens at or above the threshold are marked ``fallen``; knockcam.assign gives them a wider
-uncertainty (assign.yaml ``fallen_sigma_mm``), so near a line they are close calls.
+uncertainty (assign.yaml ``fallen_sigma_mm``), so near a line they are close calls. Tokens it half
+believes lie down (from ``maybe_above``) are marked ``maybe_fallen``: not moved, but as uncertain.
 With an empty-board frame, a second classifier (models/fallen_pair.onnx) also sees the empty frame's
 patch, so the board art under a token is not mistaken for part of it: it marks fewer standing tokens.
 
@@ -111,7 +112,7 @@ def mark_fallen(tokens: list[Token], image: np.ndarray, calibration: Calibration
                 classifier: FallenClassifier | None, pair: PhotoPair | None = None) -> list[Token]:
     """``tokens`` with those the classifier finds lying down marked ``fallen`` (at its ``threshold``), and those
     it half believes lie down (from ``maybe_above``) marked ``maybe_fallen``: a lying token it misses is placed
-    on its body, 10-20 mm from its base, so near a line its call is as close as a lying token's.
+    on its body, 8-18 mm from its base (on tuning renders), so near a line its call is as close as a lying token's.
     With ``pair`` (the photo and its empty frame), the patches are taken from the ones it keeps: the last
     look (knockcam.detect.verify) is at the same bases. A classifier that sees the empty frame
     (FallenPairClassifier) needs ``pair``."""
