@@ -129,7 +129,7 @@ def test_fallen_and_disputed_tokens_widen_the_uncertainty(board):
 
 def test_a_token_that_may_lie_down_is_as_close_a_call_as_a_lying_one_but_stays_where_found(board):
     # the fallen network half believes it (knockcam.detect.fallen maybe_above): found on its body, its base
-    # may be 10-20 mm away, so 10 mm from a line it is a close call; well inside a space it is told, not flagged
+    # may be 8-18 mm away, so 10 mm from a line it is a close call; well inside a space it is told, not flagged
     near = Token("red", (172.0, 350.0), 0.9, sigma_mm=1.5, maybe_fallen=True)
     inside = Token("red", centre(board, "boardwalk"), 0.9, sigma_mm=1.5, maybe_fallen=True)
     pn, pi = assign([near, inside], board)

@@ -115,7 +115,6 @@ def test_the_pair_classifier_sees_both_frames_and_marks_at_its_own_threshold():
     sure = Sure([threshold, threshold - 0.01])
     out = fallen.mark_fallen(tokens, image, cal, BOARD, sure, pair)
     assert [t.fallen for t in out] == [True, False]
-    assert [t.maybe_fallen for t in out] == [False, True] and [t.xy_mm for t in out] == [t.xy_mm for t in tokens]
     assert np.array_equal(sure.seen[0], pair.network_input([t.xy_mm for t in tokens], sure.geometry))
     assert sure.seen[0].shape == (2, 7, 64, 64)
     with pytest.raises(KnockcamError, match="needs the empty-board frame"):
@@ -130,12 +129,13 @@ def test_a_token_half_believed_lying_is_marked_maybe_fallen_from_its_own_bar(sec
     pair = PhotoPair(image, cv2.imread(str(SCENES / "oblique_60_ref.jpg")), cal, BOARD)
     cfg = load("detect")[section]
     assert 0 < cfg["maybe_above"] < cfg["threshold"]
-    classifier = Sure([cfg["maybe_above"], cfg["maybe_above"] - 0.01, cfg["threshold"]])
+    classifier = Sure([cfg["maybe_above"], cfg["maybe_above"] - 0.01, cfg["threshold"], cfg["threshold"] - 0.01])
     classifier.section = section
     tokens = [Token("red", (200.0, 500.0), 0.9), Token("blue", (120.0, 350.0), 0.8),
-              Token("green", (300.0, 700.0), 0.9)]
+              Token("green", (300.0, 700.0), 0.9), Token("yellow", (250.0, 600.0), 0.9)]
     out = fallen.mark_fallen(tokens, image, cal, BOARD, classifier, pair)
-    assert [(t.fallen, t.maybe_fallen) for t in out] == [(False, True), (False, False), (True, False)]
+    assert [(t.fallen, t.maybe_fallen) for t in out] == [(False, True), (False, False), (True, False), (False, True)]
+    assert [t.xy_mm for t in out] == [t.xy_mm for t in tokens]  # marking moves nothing: place_fallen does
 
 
 def test_with_an_empty_frame_detect_asks_the_pair_classifier(monkeypatch):
