@@ -324,7 +324,8 @@ def _spread_error_mm(spread_mm: float, width_px: float, cfg: dict) -> float:
     90th percentile where the lines were under 3.6 px wide, against 7.5 x and 19 x where they were
     over 5.6 px. Pieces of 250 mm follow it closer (1.4 x and 3.0 x in sharp photos). The fixed 6 x
     spread over 80 mm pieces kept 11 boards more than 3 mm off and refused 38 good ones on tuning
-    renders 3005 and 3006 (0-239 each); this rule kept 3 and refused 31 (docs/calibration.md).
+    renders 3005 and 3006 (0-239 each); this rule kept 3 and refused 31 (docs/calibration-measured.md,
+    "How sure it is").
     """
     blur = max(1.0, width_px / float(cfg["grid_spread_sharp_px"])) ** 2 if np.isfinite(width_px) else float("inf")
     return float(cfg["grid_spread_factor"]) * spread_mm * blur
@@ -445,7 +446,7 @@ def _calibrate_photo(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
         trusted = outline.placed_by == "grid" or start_px is not None
         refused = outline.error_mm > error_limit()
         # the bands' pull check only where no corners were given: from the user's corners its check on fresh
-        # photos failed (docs/calibration.md, "A lens the bands' pull moves is not read")
+        # photos failed (docs/calibration-measured.md, "A lens the bands' pull moves is not read")
         lens = fit_lens_from_grid(image, outline, board, refused, pull_check=start_px is None) if trusted else None
         if lens is not None:
             undistorted = cv2.undistort(image, lens.camera_matrix, lens.dist_coeffs)
@@ -493,7 +494,7 @@ def _found_sharpened(image: np.ndarray, board: Board, camera_matrix, dist_coeffs
     estimated at least as far off as it lies outside the blurred board's own estimate (the truth should
     lie within it). The lens is read again on the sharpened photo: read off blurred lines it is a poor
     one (tuning renders 3005 + 3006: sharpened boards kept 4.3, 4.6 and 9.3 mm off came within 2.1 mm).
-    docs/calibration.md has the figures."""
+    docs/calibration-measured.md has the figures ("A blurred photo")."""
     crisp = float(settings.load("calibrate")["sharpen"]["min_grid_share"])
     most = float(settings.load("calibrate")["auto"]["max_hump_mm"])
     best: Calibration | None = None
@@ -569,7 +570,8 @@ def fit_lens_from_grid(image: np.ndarray, outline: Outline, board: Board, refuse
     Around an outline that would be ``refused`` (estimated over quality.max_error_mm) a less certain
     lens is tried too (auto.lens_refused_min_z); the estimate of the board found through it still decides
     (the glare_crease_bowed fixture: its lens read right at 3.95 standard errors, the board 1.04 mm off
-    through it instead of 7.2). docs/calibration.md has what it changed on held-out renders.
+    through it instead of 7.2). docs/calibration-measured.md has what it changed on held-out renders
+    ("A less certain lens around a board that would be refused").
 
     With ``pull_check``, a lens that moves once the coloured bands' pull is fitted too is not read
     (auto.lens_pull_max_move)."""

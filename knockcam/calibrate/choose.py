@@ -208,7 +208,8 @@ def _named_cause(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
 def _named_dark(image: np.ndarray, exc: KnockcamError) -> KnockcamError:
     """``exc`` with the photo's darkness named first when the board was not found in a photo whose brightest
     parts (auto.photo_light) are under what a photo is scored from (detect.yaml photo.min_light): light is what
-    helps there. The search still ran: it finds some boards that dark (docs/calibration.md)."""
+    helps there. The search still ran: it finds some boards that dark (docs/calibration-measured.md,
+    "2. Calibrate automatically")."""
     from knockcam.calibrate.auto import photo_light
     from knockcam.calibrate.outline import NOT_FOUND
 

@@ -174,7 +174,7 @@ def test_a_lens_read_off_the_coloured_bands_is_turned_down(board, monkeypatch):
 
 def test_from_given_corners_the_lens_is_not_put_to_the_bands_pull_check(board, monkeypatch):
     # synth calibration run 4260/82 from its true corners + 3 px of noise (the corners check of
-    # docs/calibration.md): a barrel lens read off the printed lines (-0.18) places the board 1.2 mm off,
+    # docs/calibration-measured.md): a barrel lens read off the printed lines (-0.18) places the board 1.2 mm off,
     # estimated 1.3 mm; put to the pull check, that lens is turned down and the board, estimated 8 mm
     # off without it, is refused. From given corners the check lost 2 good boards for 1 bad one
     from knockcam.calibrate.bench import _synth_photo
