@@ -15,7 +15,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import cv2
 import numpy as np
@@ -32,6 +32,9 @@ from knockcam.errors import KnockcamError
 from knockcam.seeds import HELD_OUT_FIRST, HELD_OUT_LIMIT
 from knockcam.sides import SIDES
 from knockcam.workers import in_workers
+
+if TYPE_CHECKING:
+    from knockcam.calibrate.cache import CalibrationCache
 
 MATCH_MM = 20.0  # a detection within this of a true base centre (of a fallen token's body) is that token's detection
 MISSED = "missed"
@@ -354,32 +357,50 @@ def configurations(has_model: bool) -> list[Config]:
     return out
 
 
-def _auto_calibration(image: np.ndarray, board: Board, max_error_mm: float,
-                      ms: list[float] | None = None) -> Calibration | None:
+def _auto_calibration(image: np.ndarray, board: Board, max_error_mm: float, ms: list[float] | None = None,
+                      cache: "CalibrationCache | None" = None) -> tuple[Calibration | None, bool]:
     """The automatic calibration of ``image`` (over ``max_error_mm``: the one refused; None when the board is not
-    found); the time of one within that limit added to ``ms``."""
+    found), and whether ``cache`` held it; the time of one within that limit added to ``ms`` (for one the cache
+    held, the time it took when it was found)."""
     from knockcam.calibrate import calibrate
 
+    key = None if cache is None else cache.key(image, board, max_error_mm)
+    kept = None if key is None else cache.get(key)
+    if kept is not None:
+        cal, took = kept
+        if ms is not None and took is not None:
+            ms.append(took)
+        return cal, True
     t0 = time.perf_counter()
+    took = None
     try:
         cal = calibrate(image, board, max_error_mm=max_error_mm)
+        took = (time.perf_counter() - t0) * 1000
     except Refused as refused:
-        return refused.calibration
+        cal = refused.calibration
     except KnockcamError:
-        return None
-    if ms is not None:
-        ms.append((time.perf_counter() - t0) * 1000)
-    return cal
+        cal = None
+    if ms is not None and took is not None:
+        ms.append(took)
+    if key is not None:
+        cache.put(key, cal, took)
+    return cal, False
 
 
-def scene_calibrations(board: Board, seed: int, loosest_mm: float,
-                       scene: Scene | None = None) -> tuple[Calibration | None, Calibration | None, float | None]:
+def scene_calibrations(board: Board, seed: int, loosest_mm: float, scene: Scene | None = None,
+                       cache_dir: str | None = None) -> tuple[Calibration | None, Calibration | None, float | None,
+                                                              int]:
     """Scene ``seed``'s automatic calibrations (each as ``_auto_calibration`` returns it, up to ``loosest_mm``):
-    the photo's, the empty-board frame's, and how long the photo's took in ms (None when it was refused)."""
+    the photo's, the empty-board frame's, how long the photo's took in ms (None when it was refused), and how many
+    of the two the calibration cache in ``cache_dir`` held (knockcam.calibrate.cache; None: no cache)."""
+    from knockcam.calibrate.cache import CalibrationCache
+
     scene = scene or make_scene(board, seed)
+    cache = None if cache_dir is None else CalibrationCache(cache_dir)
     ms: list[float] = []
-    photo = _auto_calibration(scene.image, board, loosest_mm, ms)
-    return photo, _auto_calibration(scene.reference, board, loosest_mm), (ms[0] if ms else None)
+    photo, photo_kept = _auto_calibration(scene.image, board, loosest_mm, ms, cache)
+    frame, frame_kept = _auto_calibration(scene.reference, board, loosest_mm, cache=cache)
+    return photo, frame, (ms[0] if ms else None), int(photo_kept) + int(frame_kept)
 
 
 def _accepted(cal: Calibration | None, limit_mm: float, accept_offers: bool) -> bool:
@@ -394,10 +415,13 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
         progress: Callable[[int], None] | None = None,
         checkpoint: Callable[[list[Tally], dict, int], None] | None = None,
         checkpoint_every: int = 25, given_only: bool = False,
-        failures: Callable[[dict], None] | None = None, workers: int = 1) -> tuple[list[Tally], dict]:
+        failures: Callable[[dict], None] | None = None, workers: int = 1,
+        cache_dir: str | None = None) -> tuple[list[Tally], dict]:
     """Run every configuration (``given_only``: those with the true calibration) on scenes ``seed_start ..
     seed_start + scenes - 1``; returns tallies and facts. ``workers`` > 1: the automatic calibrations (most of
     the time) are found in that many worker processes, ``checkpoint_every`` scenes at a time, the same answers.
+    ``cache_dir``: automatic calibrations found before by the same calibration code are read from there, and
+    those found are kept there (knockcam.calibrate.cache): the same answers again, in minutes.
 
     ``checkpoint(tallies, facts, scenes_done)`` is called every ``checkpoint_every`` scenes, so a
     long run leaves partial results behind. ``failures`` is handed each failure's ``failure_record``
@@ -412,9 +436,11 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
     loosest = max(limit, float(settings.load("calibrate")["quality"]["accept_max_mm"]))  # what an offer may accept
     seeds = range(seed_start, seed_start + scenes)
     workers = 1 if given_only else max(1, min(workers, scenes))
-    facts = {"calibration_ms": [], "floor": {}, "calibration_workers": workers}  # floor: flag_floor's counts, summed
+    # floor: flag_floor's counts, summed; calibrations_kept: how many automatic calibrations the cache held
+    facts = {"calibration_ms": [], "floor": {}, "calibration_workers": workers, "calibrations_kept": 0,
+             "calibration_cache": cache_dir}
     # in workers, a checkpoint's scenes at a time: the detectors are timed while the workers wait
-    found_ahead = in_workers(scene_calibrations, [(board, seed, loosest) for seed in seeds], workers,
+    found_ahead = in_workers(scene_calibrations, [(board, seed, loosest, None, cache_dir) for seed in seeds], workers,
                              block=checkpoint_every) if workers > 1 else None
     auto: dict = {}
     try:
@@ -425,8 +451,10 @@ def run(board: Board, scenes: int, seed_start: int = 0, model=None,
             if not given_only:
                 # found in the photo, or (as knockcam score --reference does) in the empty-board frame: no tokens
                 # in the way
-                photo, frame, ms = next(found_ahead) if found_ahead else scene_calibrations(board, seed, loosest, scene)
+                photo, frame, ms, kept = next(found_ahead) if found_ahead else scene_calibrations(
+                    board, seed, loosest, scene, cache_dir)
                 facts["calibration_ms"] += [] if ms is None else [ms]
+                facts["calibrations_kept"] += kept
                 auto = {False: photo, True: frame}
             _score_configurations(scene, configs, tallies, auto, board, model, limit, failures)
             if progress:
@@ -711,6 +739,11 @@ def _time_lines(facts: dict, speed: dict[str, float] | None) -> list[str]:
                         "detectors were timed while they waited") if workers > 1 else ""
         lines += ["", f"Automatic calibration (not in the ms above): median {np.median(cal_ms):.0f} ms per image"
                       f"{side_by_side}."]
+    kept = int(facts.get("calibrations_kept", 0))
+    if kept:
+        lines += ["", f"{kept} automatic calibrations were read from the calibration cache "
+                      f"({facts.get('calibration_cache')}: found before by the same calibration code, the same "
+                      "answers; knockcam/calibrate/cache.py), their times as measured when they were found."]
     lines += ["", "Median ms: wall-clock detection + assignment per 1280x720 image, after model load (a load average "
               "above the machine's cores inflates it); median CPU ms is the process's CPU time for the same call "
               "(OpenCV and onnxruntime may use both cores).", ""]

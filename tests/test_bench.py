@@ -176,6 +176,11 @@ def test_a_results_file_that_cannot_be_written_is_refused_before_any_scene_or_ph
         assert f"{blocker} is a file, not a folder" in err and err.count("\n") == 1
     assert main(["bench", "--scenes", "2", "--out", str(tmp_path)]) == 2
     assert f"cannot write {tmp_path}: it is a folder" in capsys.readouterr().err
+    # nor a calibration cache that cannot be a folder
+    assert main(["bench", "--scenes", "2", "--out", str(tmp_path / "r.md"), "--calibration-cache",
+                 str(blocker / "cache")]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker} is a file, not a folder" in err and err.count("\n") == 1
 
 
 def test_a_wrong_colour_left_to_a_human_is_a_confusion_but_not_an_unflagged_one():

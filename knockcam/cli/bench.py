@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 
 from knockcam.cli import add_board_option, add_workers_option
 from knockcam.seeds import HELD_OUT_FIRST, HELD_OUT_LIMIT
@@ -38,6 +39,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_workers_option(parser, help="find the automatic calibrations (most of the run's time) in N worker "
                                     "processes, a few scenes at a time, while the detectors wait; then the detectors "
                                     "are timed alone (default: one per CPU)")
+    parser.add_argument("--calibration-cache", metavar="DIR", default=None,
+                        help="keep the automatic calibrations found in DIR, and read those found before by the "
+                             "same calibration code from there: the same answers, so a change to the detectors "
+                             "alone reruns in minutes (knockcam/calibrate/cache.py)")
     parser.add_argument("--photos", metavar="DIR", default=None,
                         help="instead, score the labelled photos in DIR (a label file beside each: "
                              "docs/labelled-photos.md) every way they allow and write how many calls were right")
@@ -67,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     if args.scenes < 1:
         raise KnockcamError(f"--scenes must be at least 1, not {args.scenes}")
     workers = worker_count(args.workers)
+    cache_dir = None
+    if args.calibration_cache:  # a folder that can be made and written in, or a one-line error now
+        cache_dir = str(check_writable(Path(args.calibration_cache) / "calibration.json").parent)
     board = load_board(args.board)
     model = load_model(args.model if args.model else AUTO)
     if args.speed:
@@ -76,7 +84,8 @@ def run(args: argparse.Namespace) -> int:
     command = invoked_as("bench", f"knockcam bench --scenes {args.scenes} --seed-start {args.seed_start} --out {args.out}"
                                   + (" --given-only" if args.given_only else "")
                                   + (f" --workers {args.workers}" if args.workers else "")
-                                  + (f" --failures {args.failures}" if args.failures else ""))
+                                  + (f" --failures {args.failures}" if args.failures else "")
+                                  + (f" --calibration-cache {cache_dir}" if cache_dir else ""))
     failures: list[dict] = []
 
     def write_failures():
@@ -92,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         tallies, facts = run_bench(board, args.scenes, args.seed_start, model,
                                    progress=lambda n: bar.update(task, completed=n), checkpoint=checkpoint,
                                    given_only=args.given_only, failures=failures.append if failures_path else None,
-                                   workers=workers)
+                                   workers=workers, cache_dir=cache_dir)
     text = report(tallies, facts, command, args.scenes, args.seed_start, note, speed=speed_check(board, model))
     write_atomic(args.out, text.encode("utf-8"))
     write_failures()
