@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -64,6 +65,7 @@ class CalibrationCache:
 
     def key(self, image: np.ndarray, board: Board, max_error_mm: float) -> str:
         """The key of ``image``'s automatic calibration on ``board`` up to ``max_error_mm`` with this code."""
+        board = replace(board, source="")  # the same board read from another file (another checkout's) is the same
         digest = hashlib.sha256(f"{self.code} {image.shape} {image.dtype} {max_error_mm!r} {board!r}".encode())
         digest.update(np.ascontiguousarray(image).tobytes())
         return digest.hexdigest()

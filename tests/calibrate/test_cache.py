@@ -72,6 +72,8 @@ def test_the_key_changes_with_the_photo_the_board_and_the_limit(tmp_path):
     assert cache.key(image, BOARD, 3.0) != key
     assert cache.key(image, replace(BOARD, go_line_y_mm=BOARD.go_line_y_mm + 1), 6.0) != key
     assert cache.key(image.reshape(128, 72, 3), BOARD, 6.0) != key  # the same bytes, another shape
+    # the same board read from another file (another checkout's board.yaml: a benchmark run from a clean clone)
+    assert cache.key(image, replace(BOARD, source="/elsewhere/board.yaml"), 6.0) == key
 
 
 def test_the_fingerprint_covers_everything_the_automatic_calibration_reads():
