@@ -76,10 +76,9 @@ def candidates_in_render(board: Board, seed: int, cfg: dict, model):
     return image, reference, calibration, found, true_tokens(truth, board)
 
 
-def candidates_in_photo(board: Board, seed: int, cfg: dict, model, conf: float | None = None):
+def candidates_in_photo(board: Board, seed: int, cfg: dict, model):
     """Render ``seed`` (index 0) as a photo alone (no empty-board frame) and run the learned model on it:
-    (photo, true calibration, the model's candidates down to ``model.support_conf`` or ``conf``, the true
-    tokens)."""
+    (photo, true calibration, the model's candidates down to ``model.support_conf``, the true tokens)."""
     import cv2
 
     from knockcam.bench import true_tokens
@@ -88,7 +87,7 @@ def candidates_in_photo(board: Board, seed: int, cfg: dict, model, conf: float |
     jpeg, truth, rendered = make_photo(board, seed, 0, cfg)
     image = cv2.imdecode(np.frombuffer(jpeg, np.uint8), cv2.IMREAD_COLOR)
     calibration = rendered.spec.calibration(board)
-    found = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf) if conf is None else conf)
+    found = model.detect(image, calibration, board, conf=min(model.support_conf, model.conf))
     return image, calibration, found, true_tokens(truth, board)
 
 

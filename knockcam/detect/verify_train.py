@@ -44,22 +44,6 @@ def photo_examples(board: Board, seed: int, cfg: dict, geometry: dict, model) ->
     return _labelled([image], calibration, board, candidates, truth, geometry, model, "verify_alone")
 
 
-def photo_examples_and_faint(board: Board, seed: int, cfg: dict, geometry: dict, model) -> tuple[np.ndarray, ...]:
-    """``photo_examples``, and as more "none" examples the model's fainter candidates (``faint_conf`` up to
-    ``model.support_conf``, at most ``faint_per_scene``, the surest first) with no true token within
-    ``negative_mm``: what the model half sees where no token stands (board print in a token's colour, a
-    card's edge), the look of the phantoms the verifier is there to drop (detect.yaml verify_alone.train)."""
-    recipe = settings.load("detect")["verify_alone"]["train"]
-    support = min(model.support_conf, model.conf)
-    image, calibration, found, truth = candidates_in_photo(board, seed, cfg, model, conf=float(recipe["faint_conf"]))
-    usual = [t for t in found if t.confidence >= support]
-    faint = sorted((t for t in found if t.confidence < support), key=lambda t: -t.confidence)
-    if faint:
-        _, dist = nearest_true(np.array([t.xy_mm for t in faint], np.float64), truth)
-        faint = [t for t, d in zip(faint, dist) if d > float(recipe["negative_mm"])][:int(recipe["faint_per_scene"])]
-    return _labelled([image], calibration, board, usual + faint, truth, geometry, model, "verify_alone")
-
-
 def _labelled(frames: list[np.ndarray], calibration, board: Board, candidates, truth, geometry: dict, model,
               section: str) -> tuple[np.ndarray, ...]:
     """(patches of ``frames`` side by side, lean, label, score, weak) of ``candidates``, labelled by the
@@ -132,19 +116,19 @@ def train_alone(board: Board, out: Path, scenes: int | None = None, val_scenes: 
     """Render, train the verifier of a photo alone (detect.yaml verify_alone.train), export it to
     OUT/verify_alone.onnx and measure it on held-out renders."""
     return _train("verify_alone", photo_examples, ALONE_FILE, board, out, scenes, val_scenes, epochs, workers, log,
-                  "without empty-board frames", photo_examples_and_faint)
+                  "without empty-board frames")
 
 
 def _train(section: str, examples, file: str, board: Board, out: Path, scenes, val_scenes, epochs, workers: int,
-           log: Callable[[str], None], frames: str, learn_from=None) -> dict:
-    """Render SECTION.train's scenes, learn from ``learn_from`` (default ``examples``) of them, export to
-    OUT/``file`` and measure on ``examples`` of the held-out renders."""
+           log: Callable[[str], None], frames: str) -> dict:
+    """Render SECTION.train's scenes, learn from ``examples`` of them, export to OUT/``file`` and measure on
+    the held-out renders."""
     need_torch()
     from knockcam.synth.scene import config
 
     recipe, geometry, seeds, val_seeds = plan(section, scenes, val_scenes, epochs)
     log(f"rendering {len(seeds)} training scenes (seeds {seeds[0]}..{seeds[-1]}, {frames}) and running the detectors")
-    cut, lean, label, _, _ = gather(learn_from or examples, board, seeds, config(), geometry, workers)
+    cut, lean, label, _, _ = gather(examples, board, seeds, config(), geometry, workers)
     log(f"rendering {len(val_seeds)} held-out scenes (seeds {val_seeds[0]}..{val_seeds[-1]})")
     cut_v, lean_v, label_v, _, weak_v = gather(examples, board, val_seeds, config(), geometry, workers)
     known = label != AMBIGUOUS

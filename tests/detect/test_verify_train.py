@@ -31,26 +31,3 @@ def test_the_verifier_of_a_photo_alone_learns_on_the_photos_patch_at_the_models_
     assert set(np.unique(label)) <= {AMBIGUOUS, 0, 1, 2, 3, NONE}
     assert np.sum((label >= 0) & (label < NONE)) >= 2
     assert np.all(score >= load_model().support_conf) and np.all(score[weak > 0] < load_model().conf)
-
-
-@needs_model
-def test_it_also_learns_from_the_models_faint_candidates_where_no_token_stands():
-    """The fainter candidates (detect.yaml verify_alone.train faint_conf .. model.support_conf) are added as "none"
-    examples only, at most faint_per_scene a render, to the candidates ``photo_examples`` learns from."""
-    from knockcam import settings
-    from knockcam.detect.verify_train import photo_examples_and_faint
-
-    recipe = settings.load("detect")["verify_alone"]["train"]
-    model = load_model()
-    seeds = range(330_000, 330_006)
-    usual = [photo_examples(BOARD, s, config(), GEOMETRY, model) for s in seeds]
-    more = [photo_examples_and_faint(BOARD, s, config(), GEOMETRY, model) for s in seeds]
-    added = 0
-    for (cut, _, label, score, _), (cut2, _, label2, score2, _) in zip(usual, more):
-        n = len(cut)
-        assert np.array_equal(cut2[:n], cut) and np.array_equal(label2[:n], label)  # the usual ones first, as they were
-        assert np.all(label2[n:] == NONE) and len(cut2) - n <= int(recipe["faint_per_scene"])
-        assert np.all((score2[n:] >= float(recipe["faint_conf"])) & (score2[n:] < model.support_conf))
-        assert np.all(np.diff(score2[n:]) <= 0)  # the surest first
-        added += len(cut2) - n
-    assert added >= 3  # most renders have some
