@@ -392,7 +392,8 @@ def scene_calibrations(board: Board, seed: int, loosest_mm: float, scene: Scene 
                                                               int]:
     """Scene ``seed``'s automatic calibrations (each as ``_auto_calibration`` returns it, up to ``loosest_mm``):
     the photo's, the empty-board frame's, how long the photo's took in ms (None when it was refused), and how many
-    of the two the calibration cache in ``cache_dir`` held (knockcam.calibrate.cache; None: no cache)."""
+    of the two the calibration cache in ``cache_dir`` held (knockcam.calibrate.cache; 0 when ``cache_dir`` is
+    None: no cache)."""
     from knockcam.calibrate.cache import CalibrationCache
 
     scene = scene or make_scene(board, seed)

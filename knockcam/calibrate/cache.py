@@ -15,6 +15,7 @@ import hashlib
 import importlib.util
 import json
 from dataclasses import replace
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -34,10 +35,12 @@ MODULES = ("knockcam", "knockcam.data", "knockcam.errors", "knockcam.exposure", 
 SETTINGS = ("calibrate",)
 
 
+@lru_cache(maxsize=None)
 def code_fingerprint() -> str:
     """A hash of what the automatic calibration reads besides the photo and the board (``PACKAGES`` but
     ``NOT_READ``, ``MODULES``, ``SETTINGS``, the OpenCV and numpy versions): equal fingerprints find equal
-    calibrations."""
+    calibrations. Read once a process, near when its code was imported (a file edited later is not the code
+    it runs)."""
     from importlib import resources
 
     import cv2
