@@ -87,17 +87,6 @@ class CalibrationCache:
     def put(self, key: str, calibration: Calibration | None, ms: float | None) -> None:
         """Keep ``calibration`` (None: the board was not found) and its time under ``key`` (written atomically:
         two workers may write the same answer)."""
-        found = None if calibration is None else exact_dict(calibration)
+        found = None if calibration is None else calibration.to_dict(exact=True)
         write_atomic(self.folder / f"{key}.json", json.dumps({"calibration": found, "ms": ms}).encode("utf-8"))
 
-
-def exact_dict(calibration: Calibration) -> dict:
-    """``calibration.to_dict()`` with every number as it is (a calibration file rounds some of them)."""
-    data = calibration.to_dict()
-    data.update(homography=np.asarray(calibration.homography, np.float64).tolist(), error_mm=calibration.error_mm,
-                grid_share=calibration.grid_share)
-    hump = calibration.hump
-    if hump is not None:
-        data["hump"] = {"along_mm": hump.along_mm, "across_mm": hump.across_mm,
-                        "board_size_mm": list(hump.board_size_mm), "up": list(hump.up)}
-    return data

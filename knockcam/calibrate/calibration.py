@@ -62,10 +62,12 @@ class Hump:
         v = np.clip(pts[:, 1] / length, 0, 1)
         return np.sin(np.pi * v) * (self.along_mm + self.across_mm * np.sin(np.pi * u))
 
-    def to_dict(self) -> dict:
-        return {"along_mm": round(float(self.along_mm), 4), "across_mm": round(float(self.across_mm), 4),
+    def to_dict(self, exact: bool = False) -> dict:
+        """As a calibration file writes it (rounded), or ``exact``."""
+        r = (lambda v, _: float(v)) if exact else (lambda v, digits: round(float(v), digits))
+        return {"along_mm": r(self.along_mm, 4), "across_mm": r(self.across_mm, 4),
                 "board_size_mm": [float(v) for v in self.board_size_mm],
-                "up": [round(float(v), 12) for v in self.up]}
+                "up": [r(v, 12) for v in self.up]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Hump":
@@ -241,18 +243,21 @@ class Calibration:
         return replace(self, error_mm=error_mm, error_source=error_source or self.error_source)
 
     # --- files -------------------------------------------------------------------------
-    def to_dict(self, size_mm: tuple[float, float] | None = None) -> dict:
+    def to_dict(self, size_mm: tuple[float, float] | None = None, exact: bool = False) -> dict:
+        """As a calibration file writes it (some numbers rounded), or ``exact`` (knockcam.calibrate.cache)."""
+        r = (lambda v, _: float(v)) if exact else (lambda v, digits: round(float(v), digits))
+        homography = np.asarray(self.homography, dtype=float)
         data = {
             "method": self.method,
             "image_size": [int(v) for v in self.image_size],
-            "homography": np.asarray(self.homography, dtype=float).round(10).tolist(),
+            "homography": (homography if exact else homography.round(10)).tolist(),
             "camera_matrix": None if self.camera_matrix is None else np.asarray(self.camera_matrix).tolist(),
             "dist_coeffs": None if self.dist_coeffs is None else np.asarray(self.dist_coeffs).ravel().tolist(),
-            "error_mm": None if self.error_mm is None else round(float(self.error_mm), 3),
+            "error_mm": None if self.error_mm is None else r(self.error_mm, 3),
             "error_source": self.error_source,
             "created": self.created,
-            "hump": None if self.hump is None else self.hump.to_dict(),
-            "grid_share": None if self.grid_share is None else round(float(self.grid_share), 3),
+            "hump": None if self.hump is None else self.hump.to_dict(exact),
+            "grid_share": None if self.grid_share is None else r(self.grid_share, 3),
         }
         if size_mm is not None:
             data["corners_px"] = self.corners_px(size_mm).round(2).tolist()
