@@ -70,9 +70,16 @@ class TokenVerifier(PatchClassifier):
     what = "the token verifier"
     remedy = " (retrain it with 'knockcam train --verify')"
 
-    def chances(self, pair: PhotoPair, xy_mm) -> np.ndarray:
-        """(N, 5): for candidate bases at ``xy_mm``, the chance of a red, yellow, green, blue token, or none."""
-        return self.probabilities(pair.network_input(xy_mm, self.geometry))
+    def chances(self, pair: PhotoPair, xy_mm, mirrored: bool = False) -> np.ndarray:
+        """(N, 5): for candidate bases at ``xy_mm``, the chance of a red, yellow, green, blue token, or none;
+        ``mirrored``: the mean of the chances for each patch and for its mirror image (left and right swapped:
+        the network learnt on patches mirrored at random, so it knows both), which a single look at a printed
+        mark that happens to resemble a figure sways less."""
+        x = pair.network_input(xy_mm, self.geometry)
+        p = self.probabilities(x)
+        if mirrored and len(x):
+            p = (p + self.probabilities(np.ascontiguousarray(x[..., ::-1]))) / 2.0
+        return p
 
     def probabilities(self, x: np.ndarray) -> np.ndarray:
         """(N, 5) softmax over red, yellow, green, blue, none, for rows of ``PhotoPair.network_input``."""
@@ -124,7 +131,7 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
         if present[k] < float(cfg["drop_below"]):
             # a doubted token may be a real one the model placed a little off: looked for around it
             others = [u.xy_mm for j, u in enumerate(tokens) if j != k]
-            moved = _look_around(t, photo, verifier, cfg["around"])
+            moved = _look_around(t, photo, verifier, cfg["around"], cfg["mirrored"])
             if moved is not None and not near(moved.xy_mm, others, apart):
                 out.append(moved)
             elif _kept_doubted(t, present[k], cfg["keep_doubted"]) and not near(t.xy_mm, others, apart):
@@ -148,7 +155,7 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
             added.append(replace(t, side=SIDES[int(likeliest[k])], confidence=float(present[k]), unsure=True))
         elif look_weak is not None and present[k] >= float(look_weak):
             # a weak candidate a little off a token the model barely saw: looked for around it too
-            t = _look_around(t, photo, verifier, cfg["around"])
+            t = _look_around(t, photo, verifier, cfg["around"], cfg["mirrored"])
             if t is not None and not near(t.xy_mm, [u.xy_mm for u in out + added], apart):
                 added.append(t)
     return out + added
@@ -161,15 +168,16 @@ def _kept_doubted(token: Token, present: float, cfg: dict) -> bool:
     return token.confidence >= float(cfg["model_above"]) and present >= float(cfg["present_above"])
 
 
-def _look_around(token: Token, photo: PhotoPair, verifier: TokenVerifier, cfg: dict) -> Token | None:
+def _look_around(token: Token, photo: PhotoPair, verifier: TokenVerifier, cfg: dict,
+                 mirrored: bool) -> Token | None:
     """``token`` moved to the point around it (``directions`` at each of ``distances_mm``) where the verifier is
-    surest of a token, flagged ``unsure`` in the side it gives there, when that is at least ``found_above``;
-    else None (nothing is there)."""
+    surest of a token (``mirrored``: TokenVerifier.chances), flagged ``unsure`` in the side it gives there, when
+    that is at least ``found_above``; else None (nothing is there)."""
     n = int(cfg["directions"])
     angles = np.arange(n) * (2 * np.pi / n)
     ring = np.stack([np.cos(angles), np.sin(angles)], axis=1)
     points = np.concatenate([np.asarray(token.xy_mm)[None, :] + float(r) * ring for r in cfg["distances_mm"]])
-    p = verifier.chances(photo, points)
+    p = verifier.chances(photo, points, mirrored)
     best = int(np.argmax(1.0 - p[:, NONE]))
     if 1.0 - p[best, NONE] < float(cfg["found_above"]):
         return None
@@ -318,10 +326,13 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
 def _asked(section: str, tokens: list[Token], weak: list[Token], pair: PhotoPair,
            verifier: TokenVerifier) -> tuple[dict, list[Token], np.ndarray]:
     """data/detect.yaml SECTION, and what the verifier says of ``tokens`` and of the ``weak`` candidates more
-    than SECTION.apart_mm from them (those after the tokens): the tokens looked at and their chances (N, 5)."""
+    than SECTION.apart_mm from them (those after the tokens): the tokens looked at and their chances (N, 5),
+    of their patches and their mirror images where SECTION says ``mirrored``."""
     cfg = settings.load("detect")[section]
     looked = list(tokens) + [t for t in weak if not near(t.xy_mm, [u.xy_mm for u in tokens], float(cfg["apart_mm"]))]
-    return cfg, looked, verifier.chances(pair, [t.xy_mm for t in looked]) if looked else np.zeros((0, NONE + 1))
+    if not looked:
+        return cfg, looked, np.zeros((0, NONE + 1))
+    return cfg, looked, verifier.chances(pair, [t.xy_mm for t in looked], bool(cfg.get("mirrored", False)))
 
 
 def _second_sight(k: int, tokens: list[Token], present: np.ndarray, board: Board, below: float) -> bool:

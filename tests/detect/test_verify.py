@@ -34,9 +34,10 @@ class Told:
     """A verifier that answers what it is told, by the candidate's x (mm)."""
 
     def __init__(self, answers):
-        self.answers = answers
+        self.answers, self.mirrored = answers, []
 
-    def chances(self, pair, xy_mm):
+    def chances(self, pair, xy_mm, mirrored=False):
+        self.mirrored.append(mirrored)
         return np.array([self.answers[round(float(x))] for x, _ in xy_mm])
 
 
@@ -408,11 +409,12 @@ class Around(Told):
         super().__init__(answers)
         self.token_at, self.looked = token_at, []
 
-    def chances(self, pair, xy_mm):
+    def chances(self, pair, xy_mm, mirrored=False):
         xy = np.asarray(xy_mm, np.float64)
         if all(round(float(x)) in self.answers for x, _ in xy):
-            return super().chances(pair, xy)
+            return super().chances(pair, xy, mirrored)
         self.looked.append(xy)
+        self.mirrored.append(mirrored)
         return np.array([SURE_GREEN if self.token_at is not None and np.hypot(*(p - self.token_at)) < 0.5
                          else SURE_NONE for p in xy])
 
@@ -536,9 +538,9 @@ def test_detect_without_a_reference_asks_the_verifier_of_a_photo_alone(monkeypat
                     Token("green", (300.0, 700.0), 0.05)]
 
     class Looking(Around):
-        def chances(self, pair, xy_mm):
+        def chances(self, pair, xy_mm, mirrored=False):
             assert pair.reference is None
-            return super().chances(pair, xy_mm)
+            return super().chances(pair, xy_mm, mirrored)
 
     answers = {200: [0.99, 0.0, 0.0, 0.0, 0.01], 120: SURE_NONE, 300: SURE_GREEN}
     monkeypatch.setattr(verify, "load_alone", lambda: Looking(answers))
@@ -546,3 +548,43 @@ def test_detect_without_a_reference_asks_the_verifier_of_a_photo_alone(monkeypat
     assert asked == [0.01]  # the model's weak candidates too (model.support_conf)
     assert [(t.side, t.xy_mm, t.unsure) for t in found] == [("red", (200.0, 500.0), False),
                                                            ("green", (300.0, 700.0), True)]
+
+
+class Lopsided(verify.TokenVerifier):
+    """A TokenVerifier whose 'network' sees red in a patch's left half and yellow in its right half."""
+
+    def __init__(self):  # no ONNX file: logits below stand for the network
+        self.geometry = GEOMETRY
+
+    def logits(self, x):
+        half = x.shape[3] // 2
+        left, right = x[:, :3, :, :half].mean(axis=(1, 2, 3)), x[:, :3, :, half:].mean(axis=(1, 2, 3))
+        return np.stack([20 * left, 20 * right, np.zeros(len(x)), np.zeros(len(x)), np.zeros(len(x))], axis=1)
+
+
+def test_the_verifier_asked_mirrored_gives_the_mean_of_its_answers_for_a_patch_and_its_mirror_image():
+    image, _, cal = scene("overhead")
+    pair, bases = PhotoPair(image, None, cal, BOARD), [(60.0, 300.0), (150.0, 420.0)]
+    verifier = Lopsided()
+    once = verifier.chances(pair, bases)
+    assert np.all(np.abs(once[:, 0] - once[:, 1]) > 1e-3)  # the patches are not symmetric ...
+    x = pair.network_input(bases, GEOMETRY)
+    flipped = verifier.probabilities(np.ascontiguousarray(x[..., ::-1]))
+    both = verifier.chances(pair, bases, mirrored=True)
+    assert np.allclose(both, (once + flipped) / 2) and np.allclose(both[:, 0], both[:, 1])  # ... their mean is
+    assert np.allclose(both.sum(axis=1), 1.0)
+    assert verifier.chances(pair, [], mirrored=True).shape == (0, NONE + 1)
+
+
+def test_in_a_photo_alone_the_verifier_looks_at_each_patch_mirrored_too_and_at_a_photo_pairs_once():
+    """detect.yaml verify_alone.mirrored (set: measured there); the verifier of photo pairs is asked once a patch."""
+    assert ALONE["mirrored"] is True and "mirrored" not in CFG
+    verifier = Around({100: SURE_NONE, 300: SURE_GREEN})
+    _alone([Token("red", (100.0, 300.0), 0.9), Token("green", (300.0, 300.0), 0.9)], [Token("red", (300.0, 500.0), 0.05)],
+           verifier)
+    assert len(verifier.mirrored) == 2 and all(verifier.mirrored)  # the tokens and candidates; then around the doubted
+    image, reference, cal = scene("overhead")
+    pair_verifier = Told({100: SURE_NONE, 300: SURE_GREEN})
+    verify.second_look([Token("red", (100.0, 300.0), 0.9, source="model_only")], [], PhotoPair(image, reference, cal, BOARD),
+                       pair_verifier)
+    assert pair_verifier.mirrored == [False]
