@@ -580,13 +580,13 @@ def test_in_a_photo_alone_the_verifier_looks_at_each_patch_mirrored_too_and_at_a
     """detect.yaml verify_alone.mirrored (set: measured there); the verifier of photo pairs is asked once a patch."""
     assert ALONE["mirrored"] is True and "mirrored" not in CFG
     verifier = Around({100: SURE_NONE, 300: SURE_GREEN})
-    _alone([Token("red", (100.0, 300.0), 0.9), Token("green", (300.0, 300.0), 0.9)], [Token("red", (300.0, 500.0), 0.05)],
-           verifier)
+    _alone([Token("red", (100.0, 300.0), 0.9), Token("green", (300.0, 300.0), 0.9)],
+           [Token("red", (300.0, 500.0), 0.05)], verifier)
     assert len(verifier.mirrored) == 2 and all(verifier.mirrored)  # the tokens and candidates; then around the doubted
     image, reference, cal = scene("overhead")
     pair_verifier = Told({100: SURE_NONE, 300: SURE_GREEN})
-    verify.second_look([Token("red", (100.0, 300.0), 0.9, source="model_only")], [], PhotoPair(image, reference, cal, BOARD),
-                       pair_verifier)
+    verify.second_look([Token("red", (100.0, 300.0), 0.9, source="model_only")], [],
+                       PhotoPair(image, reference, cal, BOARD), pair_verifier)
     assert pair_verifier.mirrored == [False]
 
 
