@@ -159,14 +159,13 @@ def _photo_alone(image: np.ndarray, calibration: "Calibration", board: "Board", 
     from knockcam.detect.fallen import load as load_fallen, load_placer, mark_fallen, place_fallen
     from knockcam.detect.patch import PhotoPair
     from knockcam.detect.refine import load_alone, refine_bases
-    from knockcam.detect.verify import alone_look, alone_once_each, load_alone as load_verifier_alone
+    from knockcam.detect.verify import alone_look, load_alone as load_verifier_alone
 
     photo = PhotoPair(image, None, calibration, board)  # the refiner, verifier and fallen networks share its patches
-    verifier = load_verifier_alone()
     found = alone_look([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
-                        for t in seen.by_model], seen.weak, photo, verifier)
+                        for t in seen.by_model], seen.weak, photo, load_verifier_alone())
     found = refine_bases(found, photo, load_alone(), "refine_alone")
-    found = alone_once_each(mark_fallen(found, image, calibration, board, load_fallen(), photo), photo, verifier)
+    found = mark_fallen(found, image, calibration, board, load_fallen(), photo)
     return place_fallen(found, image, calibration, board, load_placer(), photo)
 
 

@@ -302,10 +302,18 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
                    and near_hidden(t.xy_mm, hidden, float(cfg["near_hidden_mm"])))
                for k, t in enumerate(tokens)]
 
-    kept = _reported_once(tokens, lambda k: (present[k] >= believed, seen_by(tokens[k]), present[k]), reach, doubted)
+    def sureness(k: int) -> tuple:
+        return present[k] >= believed, seen_by(tokens[k]), present[k]
+
+    kept: list[int] = []
+    for k in sorted(range(len(tokens)), key=sureness, reverse=True):
+        t = tokens[k]
+        seen_again = near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side], reach[t.fallen])
+        if not (doubted[k] or seen_again):
+            kept.append(k)
     likeliest = np.argmax(p[:, :NONE], axis=1)
     out = []
-    for k in kept:
+    for k in sorted(kept):
         t, side, chance = tokens[k], SIDES[int(likeliest[k])], p[k, likeliest[k]]
         if side != t.side and chance >= believed and chance >= float(cfg["recolour_share"]) * present[k]:
             t = replace(t, side=side, source="conflict")
@@ -313,37 +321,6 @@ def last_look(tokens: list[Token], pair: PhotoPair, verifier: TokenVerifier | No
             t = replace(t, unsure=True)
         out.append(t)
     return out
-
-
-def alone_once_each(tokens: list[Token], photo: PhotoPair, verifier: TokenVerifier | None) -> list[Token]:
-    """A photo alone's ``tokens``, once the refiner has placed their bases and the lying ones are marked, each
-    reported once (data/detect.yaml verify_alone.once_each), as ``last_look`` does with the empty frame: a
-    lying token closer than ``lying_twice_mm`` to a surer token of its side is that token seen again (its base
-    and its top, or a standing figure's top), and so is a standing one closer than ``standing_twice_mm``.
-    Surer: one the verifier believes in (``believed_above``, asked where the bases now are) over one it doubts,
-    then the model's greater score, then the verifier's greater chance."""
-    if verifier is None or not tokens:
-        return list(tokens)
-    cfg = settings.load("detect")["verify_alone"]
-    once = cfg["once_each"]
-    present = 1.0 - verifier.chances(photo, [t.xy_mm for t in tokens], cfg["mirrored"])[:, NONE]
-    believed = float(once["believed_above"])
-    reach = {True: float(once["lying_twice_mm"]), False: float(once["standing_twice_mm"])}
-    kept = _reported_once(tokens, lambda k: (present[k] >= believed, tokens[k].confidence, present[k]), reach)
-    return [tokens[k] for k in kept]
-
-
-def _reported_once(tokens: list[Token], sureness, reach: dict[bool, float], doubted=None) -> list[int]:
-    """The indices (in order) of the ``tokens`` kept when, surest first (``sureness(k)``, greater first), each
-    is dropped that is closer than ``reach[its fallen]`` mm to a token of its side kept before it (that token
-    seen again), or that is ``doubted``."""
-    kept: list[int] = []
-    for k in sorted(range(len(tokens)), key=sureness, reverse=True):
-        t = tokens[k]
-        seen_again = near(t.xy_mm, [tokens[j].xy_mm for j in kept if tokens[j].side == t.side], reach[t.fallen])
-        if not (seen_again or (doubted is not None and doubted[k])):
-            kept.append(k)
-    return sorted(kept)
 
 
 def _asked(section: str, tokens: list[Token], weak: list[Token], pair: PhotoPair,

@@ -588,26 +588,3 @@ def test_in_a_photo_alone_the_verifier_looks_at_each_patch_mirrored_too_and_at_a
     verify.second_look([Token("red", (100.0, 300.0), 0.9, source="model_only")], [],
                        PhotoPair(image, reference, cal, BOARD), pair_verifier)
     assert pair_verifier.mirrored == [False]
-
-
-def test_in_a_photo_alone_a_token_closer_to_a_surer_one_of_its_side_than_two_reports_can_be_is_that_token_seen_twice():
-    """verify_alone.once_each: a lying token within lying_twice_mm, a standing one within standing_twice_mm, of a
-    surer token of its side is dropped; one of another side, or further, stays. Surer: believed in first."""
-    once = ALONE["once_each"]
-    lying, standing = float(once["lying_twice_mm"]), float(once["standing_twice_mm"])
-    believed, doubted = [0.0, 0.0, 0.0, 0.9, 0.1], [0.0, 0.0, 0.0, once["believed_above"] - 0.01,
-                                                  1.01 - once["believed_above"]]
-    tokens = [Token("blue", (100.0, 300.0), 0.5),  # believed in: kept, whatever the model scored the others
-              Token("blue", (100.0 + lying - 1, 300.0), 0.9, fallen=True),  # lying, within reach: its second report
-              Token("blue", (100.0, 300.0 + standing + 1), 0.9),  # standing, just out of reach: a token of its own
-              Token("red", (101.0, 300.0 + standing - 1), 0.9, fallen=True),  # another side: stays
-              Token("green", (300.0, 300.0), 0.9), Token("green", (300.0 + standing - 1, 300.0), 0.95),
-              Token("yellow", (400.0, 300.0), 0.9, fallen=True), Token("yellow", (400.0 + lying + 1, 300.0), 0.6)]
-    answers = {100: believed, 100 + round(lying - 1): doubted, 101: believed, 300: doubted,
-               300 + round(standing - 1): doubted, 400: doubted, 400 + round(lying + 1): doubted}
-    image, _, cal = scene("overhead")
-    photo = PhotoPair(image, None, cal, BOARD)
-    kept = verify.alone_once_each(tokens, photo, Told(answers))
-    # the two doubted greens: the model's higher score is the surer one; the yellows stand further apart than reach
-    assert [t.xy_mm for t in kept] == [tokens[k].xy_mm for k in (0, 2, 3, 5, 6, 7)]
-    assert verify.alone_once_each(tokens, photo, None) == tokens
