@@ -32,8 +32,8 @@ A photo alone (no empty-board frame: a phone photo scored after the game) has it
 learned model's candidates (``knockcam train --verify-alone``). ``alone_look`` uses it to drop the
 model's phantoms (after looking a few mm around each for the token the model may have placed off; one
 the model scored well and it does not rule out stays, flagged), correct colours (and flag those it half
-sees in another), vouch for weakly scored tokens and keep weak candidates it is sure of; settings in
-data/detect.yaml ``verify_alone``.
+sees in another), vouch for weakly scored tokens and keep weak candidates it is sure of, each patch looked at
+as cut and mirrored left-right (the mean of the two answers); settings in data/detect.yaml ``verify_alone``.
 """
 
 from __future__ import annotations
