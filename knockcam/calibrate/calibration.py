@@ -39,6 +39,11 @@ def _distorted(px: np.ndarray, camera_matrix: np.ndarray, dist_coeffs: np.ndarra
     return cv2.projectPoints(obj, np.zeros(3), np.zeros(3), k, dist_coeffs)[0].reshape(-1, 2)
 
 
+def _number(value, digits: int, exact: bool) -> float:
+    """``value`` as a calibration file writes it (rounded to ``digits``), or ``exact`` (the calibration cache)."""
+    return float(value) if exact else round(float(value), digits)
+
+
 @dataclass(frozen=True)
 class Hump:
     """A board whose face is not flat: it rises ``along_mm`` at the middle of its length (a half sine,
@@ -64,10 +69,9 @@ class Hump:
 
     def to_dict(self, exact: bool = False) -> dict:
         """As a calibration file writes it (rounded), or ``exact``."""
-        r = (lambda v, _: float(v)) if exact else (lambda v, digits: round(float(v), digits))
-        return {"along_mm": r(self.along_mm, 4), "across_mm": r(self.across_mm, 4),
+        return {"along_mm": _number(self.along_mm, 4, exact), "across_mm": _number(self.across_mm, 4, exact),
                 "board_size_mm": [float(v) for v in self.board_size_mm],
-                "up": [r(v, 12) for v in self.up]}
+                "up": [_number(v, 12, exact) for v in self.up]}
 
     @classmethod
     def from_dict(cls, data: dict) -> "Hump":
@@ -245,7 +249,6 @@ class Calibration:
     # --- files -------------------------------------------------------------------------
     def to_dict(self, size_mm: tuple[float, float] | None = None, exact: bool = False) -> dict:
         """As a calibration file writes it (some numbers rounded), or ``exact`` (knockcam.calibrate.cache)."""
-        r = (lambda v, _: float(v)) if exact else (lambda v, digits: round(float(v), digits))
         homography = np.asarray(self.homography, dtype=float)
         data = {
             "method": self.method,
@@ -253,11 +256,11 @@ class Calibration:
             "homography": (homography if exact else homography.round(10)).tolist(),
             "camera_matrix": None if self.camera_matrix is None else np.asarray(self.camera_matrix).tolist(),
             "dist_coeffs": None if self.dist_coeffs is None else np.asarray(self.dist_coeffs).ravel().tolist(),
-            "error_mm": None if self.error_mm is None else r(self.error_mm, 3),
+            "error_mm": None if self.error_mm is None else _number(self.error_mm, 3, exact),
             "error_source": self.error_source,
             "created": self.created,
             "hump": None if self.hump is None else self.hump.to_dict(exact),
-            "grid_share": None if self.grid_share is None else r(self.grid_share, 3),
+            "grid_share": None if self.grid_share is None else _number(self.grid_share, 3, exact),
         }
         if size_mm is not None:
             data["corners_px"] = self.corners_px(size_mm).round(2).tolist()
