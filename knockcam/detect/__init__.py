@@ -159,14 +159,14 @@ def _photo_alone(image: np.ndarray, calibration: "Calibration", board: "Board", 
     from knockcam.detect.fallen import load as load_fallen, load_placer, mark_fallen, place_fallen
     from knockcam.detect.patch import PhotoPair
     from knockcam.detect.refine import load_alone, refine_bases
-    from knockcam.detect.verify import alone_look, load_alone as load_verifier_alone
+    from knockcam.detect.verify import alone_look, figure_seen_again, load_alone as load_verifier_alone
 
     photo = PhotoPair(image, None, calibration, board)  # the refiner, verifier and fallen networks share its patches
     found = alone_look([t if t.confidence >= learned.sure_conf_alone else replace(t, unsure=True)
                         for t in seen.by_model], seen.weak, photo, load_verifier_alone())
     found = refine_bases(found, photo, load_alone(), "refine_alone")
     found = mark_fallen(found, image, calibration, board, load_fallen(), photo)
-    return place_fallen(found, image, calibration, board, load_placer(), photo)
+    return figure_seen_again(place_fallen(found, image, calibration, board, load_placer(), photo), calibration)
 
 
 def _frame_alone(image: np.ndarray, calibration: "Calibration", board: "Board", seen: _FirstLooks) -> list[Token]:

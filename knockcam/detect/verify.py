@@ -33,7 +33,9 @@ learned model's candidates (``knockcam train --verify-alone``). ``alone_look`` u
 model's phantoms (after looking a few mm around each for the token the model may have placed off; one
 the model scored well and it does not rule out stays, flagged), correct colours (and flag those it half
 sees in another), vouch for weakly scored tokens and keep weak candidates it is sure of, each patch looked at
-as cut and mirrored left-right (the mean of the two answers); settings in data/detect.yaml ``verify_alone``.
+as cut and mirrored left-right (the mean of the two answers). Last, once the lying tokens are stood up,
+``figure_seen_again`` drops a doubted standing report just behind a surer one of its side: that token's figure
+seen again. Settings in data/detect.yaml ``verify_alone``.
 """
 
 from __future__ import annotations
@@ -47,11 +49,12 @@ import numpy as np
 from knockcam import settings
 from knockcam.board.layout import Board
 from knockcam.detect.combine import near
-from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, load_once, load_photo_alone
+from knockcam.detect.patch import PatchClassifier, PhotoPair, configured_path, directions, load_once, load_photo_alone
 from knockcam.detect.tokens import BOTH, HiddenArea, Token, near_hidden, seen_by
 from knockcam.sides import SIDES
 
 if TYPE_CHECKING:
+    from knockcam.calibrate.calibration import Calibration
     from knockcam.detect.reference import Difference
 
 NONE = len(SIDES)  # the network's last class: no token here
@@ -159,6 +162,35 @@ def alone_look(tokens: list[Token], weak: list[Token], photo: PhotoPair,
             if t is not None and not near(t.xy_mm, [u.xy_mm for u in out + added], apart):
                 added.append(t)
     return out + added
+
+
+def figure_seen_again(tokens: list[Token], calibration: "Calibration") -> list[Token]:
+    """A photo alone's ``tokens`` less the standing ones its second look left doubted (``unsure``) that stand
+    just behind a standing token of their side the model scored higher: further from the camera by less than
+    ``behind_mm`` and off that line by less than ``across_mm`` (data/detect.yaml verify_alone.figure_again).
+    The model saw that token's figure again there, partway up where it leans away from the camera; two
+    standing bases are never closer than a base's diameter (25 mm)."""
+    from knockcam.detect.reference import viewpoint
+
+    standing = [k for k, t in enumerate(tokens) if not t.fallen]
+    if len(standing) < 2:
+        return list(tokens)
+    cfg = settings.load("detect")["verify_alone"]["figure_again"]
+    behind, aside = float(cfg["behind_mm"]), float(cfg["across_mm"])
+    xy = np.array([t.xy_mm for t in tokens], np.float64)
+    away, across = directions(xy, viewpoint(calibration).nadir_mm)
+
+    def behind_a_surer(k: int) -> bool:
+        t = tokens[k]
+        for j in standing:
+            u = tokens[j]
+            if j != k and u.side == t.side and u.confidence > t.confidence:
+                gap = xy[k] - xy[j]
+                if 0.0 < gap @ away[j] < behind and abs(gap @ across[j]) < aside:
+                    return True
+        return False
+
+    return [t for k, t in enumerate(tokens) if not (k in standing and t.unsure and behind_a_surer(k))]
 
 
 def _kept_doubted(token: Token, present: float, cfg: dict) -> bool:

@@ -544,10 +544,13 @@ def test_detect_without_a_reference_asks_the_verifier_of_a_photo_alone(monkeypat
 
     answers = {200: [0.99, 0.0, 0.0, 0.0, 0.01], 120: SURE_NONE, 300: SURE_GREEN}
     monkeypatch.setattr(verify, "load_alone", lambda: Looking(answers))
+    last, seen_again = [], verify.figure_seen_again
+    monkeypatch.setattr(verify, "figure_seen_again", lambda tokens, c: last.append(tokens) or seen_again(tokens, c))
     found = detect(image, cal, BOARD, reference=None, model=Model()).tokens
     assert asked == [0.01]  # the model's weak candidates too (model.support_conf)
     assert [(t.side, t.xy_mm, t.unsure) for t in found] == [("red", (200.0, 500.0), False),
                                                            ("green", (300.0, 700.0), True)]
+    assert len(last) == 1 and [t.xy_mm for t in last[0]] == [t.xy_mm for t in found]  # the photo alone's last step
 
 
 class Lopsided(verify.TokenVerifier):
@@ -588,3 +591,43 @@ def test_in_a_photo_alone_the_verifier_looks_at_each_patch_mirrored_too_and_at_a
     verify.second_look([Token("red", (100.0, 300.0), 0.9, source="model_only")], [],
                        PhotoPair(image, reference, cal, BOARD), pair_verifier)
     assert pair_verifier.mirrored == [False]
+
+
+def _behind(cal, xy, along_mm, across_mm):
+    """The point ``along_mm`` further from the camera than ``xy`` and ``across_mm`` to one side of that line."""
+    from knockcam.detect.patch import directions
+    from knockcam.detect.reference import viewpoint
+
+    away, across = directions([xy], viewpoint(cal).nadir_mm)
+    point = np.asarray(xy) + along_mm * away[0] + across_mm * across[0]
+    return float(point[0]), float(point[1])
+
+
+def test_in_a_photo_alone_a_doubted_report_just_behind_a_surer_one_of_its_side_is_its_figure_seen_again():
+    """detect.yaml verify_alone.figure_again: two standing bases are never that close; the figure leans away."""
+    _, _, cal = scene("oblique_60")
+    reach, aside = ALONE["figure_again"]["behind_mm"], ALONE["figure_again"]["across_mm"]
+    base = Token("red", (200.0, 500.0), 0.9)
+    up_the_figure = Token("red", _behind(cal, base.xy_mm, reach - 3, aside / 2), 0.2, unsure=True)
+    assert verify.figure_seen_again([base, up_the_figure], cal) == [base]
+    assert verify.figure_seen_again([up_the_figure, base], cal) == [base]
+
+
+def test_a_report_behind_a_token_is_kept_when_it_is_sure_lying_of_another_side_in_front_or_beside_it():
+    _, _, cal = scene("oblique_60")
+    reach, aside = ALONE["figure_again"]["behind_mm"], ALONE["figure_again"]["across_mm"]
+    base = Token("red", (200.0, 500.0), 0.9)
+    behind = _behind(cal, base.xy_mm, reach - 3, 0.0)
+    kept = [Token("red", behind, 0.2),  # not doubted by the second look
+            Token("red", behind, 0.2, unsure=True, fallen=True),  # lying: one_report_each's, not this rule's
+            Token("blue", behind, 0.2, unsure=True),  # another side
+            Token("red", behind, 0.95, unsure=True),  # the model scored it higher than the token in front
+            Token("red", _behind(cal, base.xy_mm, -(reach - 3), 0.0), 0.2, unsure=True),  # nearer the camera
+            Token("red", _behind(cal, base.xy_mm, reach + 3, 0.0), 0.2, unsure=True),  # too far behind: a token
+            Token("red", _behind(cal, base.xy_mm, reach - 3, aside + 2), 0.2, unsure=True)]  # beside the line
+    for other in kept:
+        assert verify.figure_seen_again([base, other], cal) == [base, other]
+    doubted = Token("red", behind, 0.2, unsure=True)
+    lying_base = replace(base, fallen=True)  # a lying token's figure does not stand behind its base
+    assert verify.figure_seen_again([lying_base, doubted], cal) == [lying_base, doubted]
+    assert verify.figure_seen_again([], cal) == [] and verify.figure_seen_again([base], cal) == [base]
