@@ -190,7 +190,7 @@ def figure_seen_again(tokens: list[Token], calibration: "Calibration") -> list[T
                     return True
         return False
 
-    return [t for k, t in enumerate(tokens) if not (k in standing and t.unsure and behind_a_surer(k))]
+    return [t for k, t in enumerate(tokens) if not (t.unsure and not t.fallen and behind_a_surer(k))]
 
 
 def _kept_doubted(token: Token, present: float, cfg: dict) -> bool:
