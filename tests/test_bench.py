@@ -67,8 +67,20 @@ def test_a_flagged_false_detection_spoils_exactness_but_not_soundness():
     assert found[1].ambiguous
     tally = Tally("t")
     score_scene(tally, found, (truth_at("red", xy),))
-    assert tally.false_detections == 1
+    assert (tally.false_detections, tally.unflagged_false_detections) == (1, 0)
     assert (tally.scenes_exact, tally.scenes_sound) == (0, 1)
+
+
+def test_an_unflagged_false_detection_on_the_board_is_counted_apart_and_one_off_the_board_is_not():
+    xy, phantom = middle_of_a_space(), middle_of_a_space(1)
+    sure = Token(side="blue", xy_mm=phantom, confidence=0.95, source="both")
+    off = Token(side="green", xy_mm=(-60.0, 300.0), confidence=0.95, source="both")
+    found = assign([found_at("red", xy), sure, off], BOARD)
+    assert not found[1].ambiguous and found[2].state == "off_board" and not found[2].ambiguous
+    tally = Tally("t")
+    score_scene(tally, found, (truth_at("red", xy),))
+    assert (tally.false_detections, tally.unflagged_false_detections) == (2, 1)
+    assert (tally.scenes_exact, tally.scenes_sound) == (0, 0)
 
 
 def test_a_wrong_colour_is_a_confusion_and_not_right():
