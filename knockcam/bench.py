@@ -663,7 +663,8 @@ def _accuracy_table(tallies: list[Tally]) -> list[str]:
         cpu = f"{np.median(t.cpu_ms):.0f}" if t.cpu_ms else "n/a"
         err = f"{np.median(t.errors_mm):.2f}" if t.errors_mm else "n/a"
         lines.append(f"| {t.name} | {t.tokens} | {_pct(t.right, t.tokens)} | {_pct(t.unflagged_right, t.unflagged)} | "
-                     f"{_pct(t.flagged, t.tokens)} | {t.missed} | {t.false_detections} ({t.unflagged_false_detections}) | "
+                     f"{_pct(t.flagged, t.tokens)} | {t.missed} | "
+                     f"{t.false_detections} ({t.unflagged_false_detections}) | "
                      f"{_pct(t.scenes_exact, t.scenes)} | {_pct(t.scenes_sound, t.scenes)} | {conf} "
                      f"({t.unflagged_confusions}) | {ms} | {cpu} | {err} | "
                      f"{t.calibration_failures} |")

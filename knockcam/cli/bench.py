@@ -141,7 +141,8 @@ def _tally_dict(t) -> dict:
     """One configuration's counts, as --json prints them."""
     return {"name": t.name, "tokens": t.tokens, "right": t.right, "flagged": t.flagged, "unflagged": t.unflagged,
             "unflagged_right": t.unflagged_right, "missed": t.missed, "false_detections": t.false_detections,
-            "unflagged_false_detections": t.unflagged_false_detections, "scenes": t.scenes, "scenes_exact": t.scenes_exact, "scenes_sound": t.scenes_sound}
+            "unflagged_false_detections": t.unflagged_false_detections, "scenes": t.scenes,
+            "scenes_exact": t.scenes_exact, "scenes_sound": t.scenes_sound}
 
 
 def _speed(board, model, results: str) -> int:
