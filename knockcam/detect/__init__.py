@@ -102,8 +102,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         found = _frame_alone(image, calibration, board, seen)
     else:
         found = _photo_and_frame(image, reference, calibration, board, seen)
-    return Detection(tokens=tuple(with_calibration_error(found, calibration)), hidden=seen.hidden,
-                     difference=seen.difference)
+    found = without_doubted_outsiders(with_calibration_error(found, calibration), board)
+    return Detection(tokens=tuple(found), hidden=seen.hidden, difference=seen.difference)
 
 
 @dataclass(frozen=True)
@@ -312,5 +312,21 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
 
 
+def without_doubted_outsiders(tokens: list[Token], board: "Board") -> list[Token]:
+    """``tokens`` less those a look doubts (``unsure``) whose base lies off the board beyond their close-call band
+    (detect.yaml ``off_board.drop_unsure``): such a token is out for the round whoever it is (RULES.md S2), so no
+    payout turns on it, and many such reports are phantoms or in the wrong colour. One near the board's edge is kept:
+    it may rest on the board."""
+    if not settings.load("detect")["off_board"]["drop_unsure"]:
+        return list(tokens)
+    from knockcam.assign import CLOSE_CALL, assign  # knockcam.assign imports this package: here, not at the top
+    from knockcam.board.geometry import OFF_BOARD
+
+    doubted = [i for i, t in enumerate(tokens) if t.unsure]
+    out = {i for i, p in zip(doubted, assign([tokens[i] for i in doubted], board))
+           if p.state == OFF_BOARD and CLOSE_CALL not in p.flags}
+    return [t for i, t in enumerate(tokens) if i not in out]
+
+
 __all__ = ["AUTO", "Detection", "HiddenArea", "Token", "Unreadable", "detect", "load_model", "tokens_in_empty_frame",
-           "with_calibration_error"]
+           "with_calibration_error", "without_doubted_outsiders"]

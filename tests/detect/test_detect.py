@@ -122,3 +122,22 @@ def test_a_photo_whose_brightest_parts_are_under_the_bar_is_refused_before_its_b
     check_photo_light(np.full((72, 128, 3), bar, np.uint8))
     image, _ = _case("touching_and_lines")
     check_photo_light(_dimmed(image, 0.18))  # dim photos are brightened, not refused
+
+
+def test_a_doubted_token_well_off_the_board_is_dropped_one_near_its_edge_or_not_doubted_kept(monkeypatch):
+    """Off the board a token is out for the round whoever it is (RULES.md S2): a doubted report there (most are
+    phantoms) changes no payout and is dropped; one its uncertainty could put on the board, or a sure one, stays."""
+    from knockcam.assign import assign
+    from knockcam.detect import without_doubted_outsiders
+    from knockcam.detect.tokens import Token
+
+    board = load_board()
+    far_out = Token(side="red", xy_mm=(-60.0, 400.0), confidence=0.15, sigma_mm=1.0, unsure=True)
+    at_edge = Token(side="blue", xy_mm=(-1.0, 500.0), confidence=0.15, sigma_mm=1.0, unsure=True)  # its band reaches in
+    sure_out = Token(side="green", xy_mm=(450.0, 300.0), confidence=0.9, sigma_mm=1.0)
+    on_board = Token(side="yellow", xy_mm=(200.0, 350.0), confidence=0.15, sigma_mm=1.0, unsure=True)
+    states = [p.state for p in assign([far_out, at_edge, sure_out, on_board], board)]
+    assert states == ["off_board", "off_board", "off_board", "on_space"]
+    assert without_doubted_outsiders([far_out, at_edge, sure_out, on_board], board) == [at_edge, sure_out, on_board]
+    monkeypatch.setitem(settings.load("detect")["off_board"], "drop_unsure", False)
+    assert without_doubted_outsiders([far_out, on_board], board) == [far_out, on_board]
