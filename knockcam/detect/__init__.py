@@ -79,7 +79,8 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     is a TokenModel, a path to an ONNX file, AUTO (the shipped weights if present) or None.
     With neither a reference frame nor a model there is nothing to detect with: KnockcamError; nor in
     a photo with no colour (black and white), where the sides cannot be told apart. A photo under a strong
-    colour cast is white-balanced (``balanced``) and a dim one brightened (``lit``) first.
+    colour cast is white-balanced (``balanced``) and a dim one brightened (``lit``) first. A token a look
+    doubts whose base lies well off the board is left out (``without_doubted_outsiders``): it is out either way.
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
