@@ -80,7 +80,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
     With neither a reference frame nor a model there is nothing to detect with: KnockcamError; nor in
     a photo with no colour (black and white), where the sides cannot be told apart. A photo under a strong
     colour cast is white-balanced (``balanced``) and a dim one brightened (``lit``) first. A token a look
-    doubts whose base lies well off the board is left out (``without_doubted_outsiders``): it is out either way.
+    doubts whose base lies well off the board is left out (``without_doubted_off_board``): it is out either way.
     """
     if not isinstance(image, np.ndarray) or image.ndim != 3 or image.shape[2] != 3:
         raise KnockcamError("the photo must be a colour image (height x width x 3)")
@@ -103,7 +103,7 @@ def detect(image: np.ndarray, calibration: "Calibration", board: "Board",
         found = _frame_alone(image, calibration, board, seen)
     else:
         found = _photo_and_frame(image, reference, calibration, board, seen)
-    found = without_doubted_outsiders(with_calibration_error(found, calibration), board)
+    found = without_doubted_off_board(with_calibration_error(found, calibration), board)
     return Detection(tokens=tuple(found), hidden=seen.hidden, difference=seen.difference)
 
 
@@ -313,7 +313,7 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
     return [replace(t, sigma_mm=round(float(np.hypot(t.sigma_mm, err)), 3)) for t in tokens]
 
 
-def without_doubted_outsiders(tokens: list[Token], board: "Board") -> list[Token]:
+def without_doubted_off_board(tokens: list[Token], board: "Board") -> list[Token]:
     """``tokens`` less those a look doubts (``unsure``) whose base lies off the board beyond their close-call band
     (detect.yaml ``off_board.drop_unsure``): such a token is out for the round whoever it is (RULES.md S2), so no
     payout turns on it, and many such reports are phantoms or in the wrong colour. One near the board's edge is kept:
@@ -330,4 +330,4 @@ def without_doubted_outsiders(tokens: list[Token], board: "Board") -> list[Token
 
 
 __all__ = ["AUTO", "Detection", "HiddenArea", "Token", "Unreadable", "detect", "load_model", "tokens_in_empty_frame",
-           "with_calibration_error", "without_doubted_outsiders"]
+           "with_calibration_error", "without_doubted_off_board"]

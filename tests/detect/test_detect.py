@@ -128,7 +128,7 @@ def test_a_doubted_token_well_off_the_board_is_dropped_one_near_its_edge_or_not_
     """Off the board a token is out for the round whoever it is (RULES.md S2): a doubted report there (most are
     phantoms) changes no payout and is dropped; one its uncertainty could put on the board, or a sure one, stays."""
     from knockcam.assign import assign
-    from knockcam.detect import without_doubted_outsiders
+    from knockcam.detect import without_doubted_off_board
     from knockcam.detect.tokens import Token
 
     board = load_board()
@@ -138,6 +138,6 @@ def test_a_doubted_token_well_off_the_board_is_dropped_one_near_its_edge_or_not_
     on_board = Token(side="yellow", xy_mm=(200.0, 350.0), confidence=0.15, sigma_mm=1.0, unsure=True)
     states = [p.state for p in assign([far_out, at_edge, sure_out, on_board], board)]
     assert states == ["off_board", "off_board", "off_board", "on_space"]
-    assert without_doubted_outsiders([far_out, at_edge, sure_out, on_board], board) == [at_edge, sure_out, on_board]
+    assert without_doubted_off_board([far_out, at_edge, sure_out, on_board], board) == [at_edge, sure_out, on_board]
     monkeypatch.setitem(settings.load("detect")["off_board"], "drop_unsure", False)
-    assert without_doubted_outsiders([far_out, on_board], board) == [far_out, on_board]
+    assert without_doubted_off_board([far_out, on_board], board) == [far_out, on_board]
