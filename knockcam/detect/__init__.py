@@ -316,7 +316,7 @@ def with_calibration_error(tokens: list[Token], calibration: "Calibration") -> l
 def without_doubted_off_board(tokens: list[Token], board: "Board") -> list[Token]:
     """``tokens`` less those a look doubts (``unsure``) whose base lies off the board beyond their close-call band
     (detect.yaml ``off_board.drop_unsure``): such a token is out for the round whoever it is (RULES.md S2), so no
-    payout turns on it, and many such reports are phantoms or in the wrong colour. One near the board's edge is kept:
+    payout turns on it, and some such reports are phantoms or in the wrong colour. One near the board's edge is kept:
     it may rest on the board."""
     if not settings.load("detect")["off_board"]["drop_unsure"]:
         return list(tokens)

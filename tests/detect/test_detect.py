@@ -125,8 +125,8 @@ def test_a_photo_whose_brightest_parts_are_under_the_bar_is_refused_before_its_b
 
 
 def test_a_doubted_token_well_off_the_board_is_dropped_one_near_its_edge_or_not_doubted_kept(monkeypatch):
-    """Off the board a token is out for the round whoever it is (RULES.md S2): a doubted report there (most are
-    phantoms) changes no payout and is dropped; one its uncertainty could put on the board, or a sure one, stays."""
+    """Off the board a token is out for the round whoever it is (RULES.md S2): a doubted report there (real, or a
+    phantom) changes no payout and is dropped; one its uncertainty could put on the board, or a sure one, stays."""
     from knockcam.assign import assign
     from knockcam.detect import without_doubted_off_board
     from knockcam.detect.tokens import Token
